@@ -1,0 +1,33 @@
+package io.tqserve.backend;
+
+import java.util.function.IntConsumer;
+
+/**
+ * The compute SPI the transformer runs on. The CPU backend ({@code backend.cpu.CpuBackend}) implements it with
+ * Vector API kernels on a dedicated thread pool; an MLX backend implements it through MLX-C.
+ */
+public interface ComputeBackend extends AutoCloseable {
+    /** Short name: "cpu" or "mlx". */
+    String name();
+
+    /** One line saying what was chosen and why (vector width, threads, library path). */
+    String describe();
+
+    /** The kernels this backend uses on the caller's thread. */
+    Kernels kernels();
+
+    /** Worker threads used for parallel work. */
+    int threads();
+
+    /**
+     * out (rows, w.rows()) = x (rows, w.cols()) · wᵀ. The weight matrix is read once for all rows, so a batch of
+     * rows costs one pass over the weights (a matrix-matrix product, not rows matrix-vector products).
+     */
+    void matmul(Matrix w, float[] x, int rows, float[] out);
+
+    /** Runs body(i) for i in [0, n) on the backend's pool and waits; the caller's thread takes part. */
+    void parallelFor(int n, IntConsumer body);
+
+    @Override
+    void close();
+}
