@@ -18,6 +18,9 @@ public interface Kernels {
     /** dst[dOff+i] = w[row, i] as float, i < w.cols(). */
     void decodeRow(Matrix w, int row, float[] dst, int dOff);
 
+    /** y[yOff+i] += a·w[row, i], i < w.cols(): the matrix row is read straight from its off-heap bytes. */
+    void axpyRow(float a, Matrix w, int row, float[] y, int yOff);
+
     /** y[yOff+i] += a·x[xOff+i], i < n. */
     void axpy(float a, float[] x, int xOff, float[] y, int yOff, int n);
 

@@ -1,0 +1,234 @@
+package io.tqserve.backend.cpu;
+
+import io.tqserve.backend.DType;
+import io.tqserve.backend.Kernels;
+import io.tqserve.backend.Matrix;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteOrder;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.ShortVector;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorShape;
+import jdk.incubator.vector.VectorSpecies;
+
+/**
+ * Vector API kernels (preferred species of the machine) with scalar tails. {@link ScalarKernels} is the twin
+ * the parity tests compare against. bf16 rows are widened in registers (shift left by 16) straight from the
+ * memory-mapped weights, so a decode step streams each weight byte once.
+ */
+public final class VectorKernels implements Kernels {
+    static final VectorSpecies<Float> F = FloatVector.SPECIES_PREFERRED;
+    static final VectorSpecies<Integer> I = IntVector.SPECIES_PREFERRED;
+    /** Shorts with as many lanes as F: half the bit size. */
+    static final VectorSpecies<Short> S =
+            VectorSpecies.of(short.class, VectorShape.forBitSize(F.vectorBitSize() / 2));
+    private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
+    private static final int L = F.length();
+
+    private final ScalarKernels tail = new ScalarKernels();
+
+    /** Lanes of the float species, e.g. 8 for 256-bit vectors. */
+    public static int lanes() {
+        return L;
+    }
+
+    @Override
+    public String name() {
+        return "vector";
+    }
+
+    @Override
+    public float dot(float[] a, int aOff, float[] b, int bOff, int n) {
+        int i = 0;
+        FloatVector acc0 = FloatVector.zero(F);
+        FloatVector acc1 = FloatVector.zero(F);
+        for (int bound = n - 2 * L; i <= bound; i += 2 * L) {
+            acc0 = FloatVector.fromArray(F, a, aOff + i).fma(FloatVector.fromArray(F, b, bOff + i), acc0);
+            acc1 = FloatVector.fromArray(F, a, aOff + i + L).fma(FloatVector.fromArray(F, b, bOff + i + L), acc1);
+        }
+        for (int bound = n - L; i <= bound; i += L) {
+            acc0 = FloatVector.fromArray(F, a, aOff + i).fma(FloatVector.fromArray(F, b, bOff + i), acc0);
+        }
+        float sum = acc0.add(acc1).reduceLanes(VectorOperators.ADD);
+        for (; i < n; i++) {
+            sum += a[aOff + i] * b[bOff + i];
+        }
+        return sum;
+    }
+
+    @Override
+    public float dotRow(Matrix w, int row, float[] x, int xOff) {
+        int cols = w.cols();
+        MemorySegment seg = w.data();
+        return switch (w.dtype()) {
+            case BF16 -> dotBf16(seg, (long) row * cols * 2, x, xOff, cols);
+            case F32 -> dotF32(seg, (long) row * cols * 4, x, xOff, cols);
+            case F16 -> tail.dotRow(w, row, x, xOff);
+        };
+    }
+
+    private static FloatVector bf16(MemorySegment seg, long byteOff) {
+        ShortVector s = ShortVector.fromMemorySegment(S, seg, byteOff, LE);
+        IntVector i = (IntVector) s.convertShape(VectorOperators.S2I, I, 0);
+        return i.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+    }
+
+    private static float dotBf16(MemorySegment seg, long base, float[] x, int xOff, int n) {
+        int i = 0;
+        FloatVector acc0 = FloatVector.zero(F);
+        FloatVector acc1 = FloatVector.zero(F);
+        FloatVector acc2 = FloatVector.zero(F);
+        FloatVector acc3 = FloatVector.zero(F);
+        for (int bound = n - 4 * L; i <= bound; i += 4 * L) {
+            long b = base + 2L * i;
+            acc0 = bf16(seg, b).fma(FloatVector.fromArray(F, x, xOff + i), acc0);
+            acc1 = bf16(seg, b + 2L * L).fma(FloatVector.fromArray(F, x, xOff + i + L), acc1);
+            acc2 = bf16(seg, b + 4L * L).fma(FloatVector.fromArray(F, x, xOff + i + 2 * L), acc2);
+            acc3 = bf16(seg, b + 6L * L).fma(FloatVector.fromArray(F, x, xOff + i + 3 * L), acc3);
+        }
+        for (int bound = n - L; i <= bound; i += L) {
+            acc0 = bf16(seg, base + 2L * i).fma(FloatVector.fromArray(F, x, xOff + i), acc0);
+        }
+        float sum = acc0.add(acc1).add(acc2.add(acc3)).reduceLanes(VectorOperators.ADD);
+        for (; i < n; i++) {
+            short bits = seg.get(io.tqserve.backend.Layouts.SHORT_LE, base + 2L * i);
+            sum += Float.intBitsToFloat((bits & 0xFFFF) << 16) * x[xOff + i];
+        }
+        return sum;
+    }
+
+    private static float dotF32(MemorySegment seg, long base, float[] x, int xOff, int n) {
+        int i = 0;
+        FloatVector acc0 = FloatVector.zero(F);
+        FloatVector acc1 = FloatVector.zero(F);
+        for (int bound = n - 2 * L; i <= bound; i += 2 * L) {
+            long b = base + 4L * i;
+            acc0 = FloatVector.fromMemorySegment(F, seg, b, LE).fma(FloatVector.fromArray(F, x, xOff + i), acc0);
+            acc1 = FloatVector.fromMemorySegment(F, seg, b + 4L * L, LE)
+                    .fma(FloatVector.fromArray(F, x, xOff + i + L), acc1);
+        }
+        for (int bound = n - L; i <= bound; i += L) {
+            acc0 = FloatVector.fromMemorySegment(F, seg, base + 4L * i, LE)
+                    .fma(FloatVector.fromArray(F, x, xOff + i), acc0);
+        }
+        float sum = acc0.add(acc1).reduceLanes(VectorOperators.ADD);
+        for (; i < n; i++) {
+            sum += seg.get(io.tqserve.backend.Layouts.FLOAT_LE, base + 4L * i) * x[xOff + i];
+        }
+        return sum;
+    }
+
+    @Override
+    public void decodeRow(Matrix w, int row, float[] dst, int dOff) {
+        if (w.dtype() != DType.BF16) {
+            tail.decodeRow(w, row, dst, dOff);
+            return;
+        }
+        int n = w.cols();
+        long base = (long) row * n * 2;
+        MemorySegment seg = w.data();
+        int i = 0;
+        for (int bound = n - L; i <= bound; i += L) {
+            bf16(seg, base + 2L * i).intoArray(dst, dOff + i);
+        }
+        for (; i < n; i++) {
+            short bits = seg.get(io.tqserve.backend.Layouts.SHORT_LE, base + 2L * i);
+            dst[dOff + i] = Float.intBitsToFloat((bits & 0xFFFF) << 16);
+        }
+    }
+
+    @Override
+    public void axpyRow(float a, Matrix w, int row, float[] y, int yOff) {
+        if (w.dtype() != DType.BF16) {
+            tail.axpyRow(a, w, row, y, yOff);
+            return;
+        }
+        int n = w.cols();
+        long base = (long) row * n * 2;
+        MemorySegment seg = w.data();
+        FloatVector av = FloatVector.broadcast(F, a);
+        int i = 0;
+        for (int bound = n - L; i <= bound; i += L) {
+            bf16(seg, base + 2L * i).fma(av, FloatVector.fromArray(F, y, yOff + i)).intoArray(y, yOff + i);
+        }
+        for (; i < n; i++) {
+            short bits = seg.get(io.tqserve.backend.Layouts.SHORT_LE, base + 2L * i);
+            y[yOff + i] += a * Float.intBitsToFloat((bits & 0xFFFF) << 16);
+        }
+    }
+
+    @Override
+    public void axpy(float a, float[] x, int xOff, float[] y, int yOff, int n) {
+        int i = 0;
+        FloatVector av = FloatVector.broadcast(F, a);
+        for (int bound = n - L; i <= bound; i += L) {
+            FloatVector.fromArray(F, x, xOff + i).fma(av, FloatVector.fromArray(F, y, yOff + i)).intoArray(y, yOff + i);
+        }
+        for (; i < n; i++) {
+            y[yOff + i] += a * x[xOff + i];
+        }
+    }
+
+    @Override
+    public void scale(float[] x, int off, int n, float a) {
+        int i = 0;
+        for (int bound = n - L; i <= bound; i += L) {
+            FloatVector.fromArray(F, x, off + i).mul(a).intoArray(x, off + i);
+        }
+        for (; i < n; i++) {
+            x[off + i] *= a;
+        }
+    }
+
+    @Override
+    public void rmsnorm(float[] out, int oOff, float[] x, int xOff, float[] weight, int n, float eps) {
+        float ss = dot(x, xOff, x, xOff, n);
+        float inv = (float) (1.0 / Math.sqrt(ss / n + eps));
+        int i = 0;
+        for (int bound = n - L; i <= bound; i += L) {
+            FloatVector.fromArray(F, x, xOff + i).mul(inv).mul(FloatVector.fromArray(F, weight, i))
+                    .intoArray(out, oOff + i);
+        }
+        for (; i < n; i++) {
+            out[oOff + i] = weight[i] * (x[xOff + i] * inv);
+        }
+    }
+
+    @Override
+    public void softmax(float[] x, int off, int n) {
+        int i = 0;
+        FloatVector mv = FloatVector.broadcast(F, Float.NEGATIVE_INFINITY);
+        for (int bound = n - L; i <= bound; i += L) {
+            mv = mv.max(FloatVector.fromArray(F, x, off + i));
+        }
+        float max = mv.reduceLanes(VectorOperators.MAX);
+        for (; i < n; i++) {
+            max = Math.max(max, x[off + i]);
+        }
+        // exp stays scalar: Math.exp is an intrinsic and its float rounding matches the scalar twin exactly.
+        float sum = 0f;
+        for (int j = 0; j < n; j++) {
+            float e = (float) Math.exp(x[off + j] - max);
+            x[off + j] = e;
+            sum += e;
+        }
+        scale(x, off, n, 1f / sum);
+    }
+
+    @Override
+    public void swiglu(float[] gate, int gOff, float[] up, int uOff, int n) {
+        tail.swiglu(gate, gOff, up, uOff, n);
+    }
+
+    @Override
+    public void add(float[] x, int xOff, float[] y, int yOff, int n) {
+        int i = 0;
+        for (int bound = n - L; i <= bound; i += L) {
+            FloatVector.fromArray(F, x, xOff + i).add(FloatVector.fromArray(F, y, yOff + i)).intoArray(x, xOff + i);
+        }
+        for (; i < n; i++) {
+            x[xOff + i] += y[yOff + i];
+        }
+    }
+}

@@ -1,0 +1,144 @@
+package io.tqserve.kv;
+
+import io.tqserve.backend.ComputeBackend;
+import io.tqserve.backend.Kernels;
+
+/**
+ * What every cache scheme shares: length bookkeeping, the full-precision attention of a fresh prefill, and
+ * the store-then-attend order of later steps. Subclasses store K/V in their format and attend over it.
+ */
+public abstract class AbstractKvCache implements KvCache {
+    protected final AttentionShape shape;
+    protected final KvLayout layout;
+    protected final ComputeBackend backend;
+    protected final Kernels kernels;
+    protected final int maxTokens;
+    protected final float scale;
+    private final ThreadLocal<float[]> scores = new ThreadLocal<>();
+    protected int length;
+    private int pending = -1;
+    protected boolean closed;
+
+    protected AbstractKvCache(KvScheme scheme, AttentionShape shape, ComputeBackend backend, int maxTokens) {
+        this.shape = shape;
+        this.layout = shape.layout(scheme);
+        this.backend = backend;
+        this.kernels = backend.kernels();
+        this.maxTokens = maxTokens;
+        this.scale = (float) (1.0 / Math.sqrt(shape.headDim()));
+    }
+
+    @Override
+    public KvScheme scheme() {
+        return layout.scheme();
+    }
+
+    @Override
+    public AttentionShape shape() {
+        return shape;
+    }
+
+    @Override
+    public KvLayout layout() {
+        return layout;
+    }
+
+    @Override
+    public int length() {
+        return length;
+    }
+
+    @Override
+    public int maxTokens() {
+        return maxTokens;
+    }
+
+    @Override
+    public final void attend(int layer, int rowOffset, int rows, float[] q, float[] k, float[] v, float[] out) {
+        if (closed) {
+            throw new IllegalStateException("KV cache is closed");
+        }
+        if (length + rows > maxTokens) {
+            throw new IllegalStateException("KV cache holds at most " + maxTokens + " tokens; "
+                    + (length + rows) + " requested");
+        }
+        if (pending >= 0 && pending != rows) {
+            throw new IllegalStateException("layers of one forward pass disagree on rows: " + pending + " vs " + rows);
+        }
+        pending = rows;
+        ensureCapacity(length + rows);
+        if (length == 0 && attendsFreshPrefillInFullPrecision()) {
+            attendFloat(rowOffset, rows, q, k, v, out);
+            store(layer, rowOffset, rows, k, v);
+        } else {
+            store(layer, rowOffset, rows, k, v);
+            attendStored(layer, rowOffset, rows, q, out);
+        }
+    }
+
+    /** True for every scheme: a fresh prefill attends over its own unquantized K/V. */
+    protected boolean attendsFreshPrefillInFullPrecision() {
+        return true;
+    }
+
+    @Override
+    public void advance(int rows) {
+        if (pending >= 0 && rows != pending) {
+            throw new IllegalStateException("advance(" + rows + ") after a pass of " + pending + " rows");
+        }
+        length += rows;
+        pending = -1;
+    }
+
+    @Override
+    public void truncate(int tokens) {
+        if (tokens < 0 || tokens > length) {
+            throw new IllegalArgumentException("cannot truncate " + length + " tokens to " + tokens);
+        }
+        length = tokens;
+        pending = -1;
+    }
+
+    /** Grows storage so that {@code tokens} tokens fit. */
+    protected abstract void ensureCapacity(int tokens);
+
+    /** Stores rows [rowOffset, rowOffset+rows) of k and v at positions length() .. length()+rows-1 of layer. */
+    protected abstract void store(int layer, int rowOffset, int rows, float[] k, float[] v);
+
+    /** Attention of each new row (position length()+r) over the stored tokens [0, length()+r]. */
+    protected abstract void attendStored(int layer, int rowOffset, int rows, float[] q, float[] out);
+
+    /** Per-thread score buffer of at least n floats. */
+    protected final float[] scores(int n) {
+        float[] s = scores.get();
+        if (s == null || s.length < n) {
+            s = new float[Math.max(n, 256)];
+            scores.set(s);
+        }
+        return s;
+    }
+
+    /** Causal full-precision attention of the chunk over itself (fresh prefill). */
+    private void attendFloat(int rowOffset, int rows, float[] q, float[] k, float[] v, float[] out) {
+        int headDim = shape.headDim();
+        int qDim = shape.qDim();
+        int kvDim = shape.kvDim();
+        int group = shape.groupSize();
+        backend.parallelFor(rows * shape.numHeads(), task -> {
+            int r = task / shape.numHeads();
+            int h = task % shape.numHeads();
+            int g = h / group;
+            int qOff = (rowOffset + r) * qDim + h * headDim;
+            int n = r + 1;
+            float[] s = scores(n);
+            for (int t = 0; t < n; t++) {
+                s[t] = kernels.dot(q, qOff, k, (rowOffset + t) * kvDim + g * headDim, headDim) * scale;
+            }
+            kernels.softmax(s, 0, n);
+            java.util.Arrays.fill(out, qOff, qOff + headDim, 0f);
+            for (int t = 0; t < n; t++) {
+                kernels.axpy(s[t], v, (rowOffset + t) * kvDim + g * headDim, out, qOff, headDim);
+            }
+        });
+    }
+}

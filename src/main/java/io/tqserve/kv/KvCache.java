@@ -1,0 +1,54 @@
+package io.tqserve.kv;
+
+/**
+ * The KV cache of one sequence, all layers. A forward pass over {@code rows} new tokens calls
+ * {@link #attend} once per layer (positions {@code length() .. length()+rows-1}), then {@link #advance}.
+ *
+ * <p>Semantics shared by every scheme: the first prefill of a fresh sequence (an empty cache) attends over
+ * the chunk's own full-precision K/V, then stores them in the cache's format; every later step (decode, or a
+ * prefill continuing a cached prefix) stores first and attends over what the cache holds.
+ */
+public interface KvCache extends AutoCloseable {
+
+    KvScheme scheme();
+
+    AttentionShape shape();
+
+    /** The exact byte layout (bytes per token) of this cache. */
+    KvLayout layout();
+
+    /** Committed tokens. */
+    int length();
+
+    /** Most tokens this cache may hold. */
+    int maxTokens();
+
+    /** Bytes the committed tokens occupy: exactly {@code layout().bytesFor(length())}. */
+    default long bytesUsed() {
+        return layout().bytesFor(length());
+    }
+
+    /** Bytes allocated (committed tokens plus the unused tail of the last chunk). */
+    long bytesAllocated();
+
+    /**
+     * Attention of layer {@code layer} for {@code rows} new tokens whose rows start at {@code rowOffset} in the
+     * given arrays; stores their K/V.
+     *
+     * @param q   (N, numHeads·headDim), RoPE applied
+     * @param k   (N, kvDim), RoPE applied
+     * @param v   (N, kvDim)
+     * @param out (N, numHeads·headDim) written for rows [rowOffset, rowOffset+rows)
+     */
+    void attend(int layer, int rowOffset, int rows, float[] q, float[] k, float[] v, float[] out);
+
+    /** Commits the {@code rows} tokens the last forward pass stored in every layer. */
+    void advance(int rows);
+
+    /** Drops every token from {@code tokens} on (prefix reuse); keeps the allocation. */
+    void truncate(int tokens);
+
+    /** Frees the cache's memory; the cache is unusable afterwards. Idempotent. */
+    @Override
+    void close();
+}

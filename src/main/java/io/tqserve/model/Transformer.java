@@ -1,0 +1,204 @@
+package io.tqserve.model;
+
+import io.tqserve.backend.ComputeBackend;
+import io.tqserve.backend.Kernels;
+import io.tqserve.kv.AttentionShape;
+import io.tqserve.kv.KvCache;
+import java.util.List;
+
+/**
+ * The Llama-family decoder forward pass (Llama, Mistral, Qwen2 with q/k/v biases, Qwen3 with q/k norms).
+ * One call runs a batch of chunks — each a run of new tokens of one sequence with its own KV cache — as one
+ * matrix of rows: every weight matrix is read once per call for all rows (prefill of a whole prompt, or one
+ * decode step of many sequences). Attention runs per chunk against that chunk's cache.
+ */
+public final class Transformer {
+
+    /**
+     * New tokens of one sequence.
+     *
+     * @param cache     the sequence's KV cache; positions continue at {@code cache.length()}
+     * @param tokens    token ids, the chunk is {@code tokens[from .. from+count)}
+     * @param allLogits logits for every row (teacher forcing, NLL) instead of the last row only
+     */
+    public record Chunk(KvCache cache, int[] tokens, int from, int count, boolean allLogits) {
+        public Chunk {
+            if (count < 1 || from < 0 || from + count > tokens.length) {
+                throw new IllegalArgumentException("empty or out-of-range chunk");
+            }
+        }
+
+        public static Chunk of(KvCache cache, int[] tokens) {
+            return new Chunk(cache, tokens, 0, tokens.length, false);
+        }
+
+        int logitRows() {
+            return allLogits ? count : 1;
+        }
+    }
+
+    private final ModelConfig c;
+    private final ModelWeights w;
+    private final ComputeBackend backend;
+    private final Kernels kernels;
+    private final float[] ropeCos; // (maxPositions, headDim/2)
+    private final float[] ropeSin; // (maxPositions, headDim/2)
+
+    public Transformer(ModelConfig config, ModelWeights weights, ComputeBackend backend) {
+        this.c = config;
+        this.w = weights;
+        this.backend = backend;
+        this.kernels = backend.kernels();
+        int half = c.headDim() / 2;
+        float[] inv = c.ropeScaling().inverseFrequencies(c.ropeTheta(), c.headDim());
+        this.ropeCos = new float[c.maxPositions() * half];
+        this.ropeSin = new float[c.maxPositions() * half];
+        for (int p = 0; p < c.maxPositions(); p++) {
+            for (int i = 0; i < half; i++) {
+                float angle = p * inv[i]; // float32 product, as Hugging Face computes freqs
+                ropeCos[p * half + i] = (float) Math.cos(angle);
+                ropeSin[p * half + i] = (float) Math.sin(angle);
+            }
+        }
+    }
+
+    public ModelConfig config() {
+        return c;
+    }
+
+    public ComputeBackend backend() {
+        return backend;
+    }
+
+    public AttentionShape attentionShape() {
+        return new AttentionShape(c.numLayers(), c.numHeads(), c.numKvHeads(), c.headDim());
+    }
+
+    /**
+     * Runs the chunks and commits their tokens to their caches. Logits land in {@code state.logits()}: one row
+     * per chunk (its last token), or {@code count} rows for a chunk with {@code allLogits}, in chunk order.
+     */
+    public float[] forward(ForwardState state, List<Chunk> chunks) {
+        int n = 0;
+        int logitRows = 0;
+        for (Chunk ch : chunks) {
+            if (ch.cache().length() + ch.count() > c.maxPositions()) {
+                throw new IllegalArgumentException("sequence of " + (ch.cache().length() + ch.count())
+                        + " tokens exceeds the model context of " + c.maxPositions());
+            }
+            n += ch.count();
+            logitRows += ch.logitRows();
+        }
+        state.ensure(n, logitRows);
+        int dim = c.dim();
+        embed(state, chunks);
+        for (int layer = 0; layer < c.numLayers(); layer++) {
+            ModelWeights.Layer lw = w.layers().get(layer);
+            for (int r = 0; r < n; r++) {
+                kernels.rmsnorm(state.xb, r * dim, state.x, r * dim, lw.attnNorm(), dim, c.rmsNormEps());
+            }
+            backend.matmul(lw.wq(), state.xb, n, state.q);
+            backend.matmul(lw.wk(), state.xb, n, state.k);
+            backend.matmul(lw.wv(), state.xb, n, state.v);
+            if (lw.bq() != null) {
+                addBias(state.q, lw.bq(), n);
+                addBias(state.k, lw.bk(), n);
+                addBias(state.v, lw.bv(), n);
+            }
+            if (lw.qNorm() != null) {
+                headNorm(state.q, n, c.numHeads(), lw.qNorm());
+                headNorm(state.k, n, c.numKvHeads(), lw.kNorm());
+            }
+            rope(state, chunks);
+            int row = 0;
+            for (Chunk ch : chunks) {
+                ch.cache().attend(layer, row, ch.count(), state.q, state.k, state.v, state.att);
+                row += ch.count();
+            }
+            backend.matmul(lw.wo(), state.att, n, state.tmp);
+            kernels.add(state.x, 0, state.tmp, 0, n * dim);
+            for (int r = 0; r < n; r++) {
+                kernels.rmsnorm(state.xb, r * dim, state.x, r * dim, lw.mlpNorm(), dim, c.rmsNormEps());
+            }
+            backend.matmul(lw.wGate(), state.xb, n, state.gate);
+            backend.matmul(lw.wUp(), state.xb, n, state.up);
+            kernels.swiglu(state.gate, 0, state.up, 0, n * c.hiddenDim());
+            backend.matmul(lw.wDown(), state.gate, n, state.tmp);
+            kernels.add(state.x, 0, state.tmp, 0, n * dim);
+        }
+        int row = 0;
+        int out = 0;
+        for (Chunk ch : chunks) {
+            int first = ch.allLogits() ? 0 : ch.count() - 1;
+            for (int r = first; r < ch.count(); r++) {
+                kernels.rmsnorm(state.normed, out * dim, state.x, (row + r) * dim, w.finalNorm(), dim, c.rmsNormEps());
+                out++;
+            }
+            row += ch.count();
+        }
+        backend.matmul(w.lmHead(), state.normed, logitRows, state.logits);
+        for (Chunk ch : chunks) {
+            ch.cache().advance(ch.count());
+        }
+        return state.logits;
+    }
+
+    private void embed(ForwardState s, List<Chunk> chunks) {
+        int row = 0;
+        for (Chunk ch : chunks) {
+            for (int i = 0; i < ch.count(); i++) {
+                int token = ch.tokens()[ch.from() + i];
+                if (token < 0 || token >= c.vocabSize()) {
+                    throw new IllegalArgumentException("token id " + token + " outside the vocabulary of " + c.vocabSize());
+                }
+                kernels.decodeRow(w.embedding(), token, s.x, (row + i) * c.dim());
+            }
+            row += ch.count();
+        }
+    }
+
+    private void addBias(float[] x, float[] bias, int rows) {
+        for (int r = 0; r < rows; r++) {
+            kernels.add(x, r * bias.length, bias, 0, bias.length);
+        }
+    }
+
+    private void headNorm(float[] x, int rows, int heads, float[] weight) {
+        int hd = c.headDim();
+        for (int i = 0; i < rows * heads; i++) {
+            kernels.rmsnorm(x, i * hd, x, i * hd, weight, hd, c.rmsNormEps());
+        }
+    }
+
+    private void rope(ForwardState s, List<Chunk> chunks) {
+        int half = c.headDim() / 2;
+        int row = 0;
+        for (Chunk ch : chunks) {
+            int start = ch.cache().length();
+            for (int i = 0; i < ch.count(); i++) {
+                int pos = start + i;
+                int r = row + i;
+                for (int h = 0; h < c.numHeads(); h++) {
+                    rotate(s.q, r * c.qDim() + h * c.headDim(), pos, half);
+                }
+                for (int h = 0; h < c.numKvHeads(); h++) {
+                    rotate(s.k, r * c.kvDim() + h * c.headDim(), pos, half);
+                }
+            }
+            row += ch.count();
+        }
+    }
+
+    /** Hugging Face's rotate_half RoPE: element i pairs with i + headDim/2. */
+    private void rotate(float[] x, int off, int pos, int half) {
+        int t = pos * half;
+        for (int i = 0; i < half; i++) {
+            float cos = ropeCos[t + i];
+            float sin = ropeSin[t + i];
+            float x0 = x[off + i];
+            float x1 = x[off + i + half];
+            x[off + i] = x0 * cos - x1 * sin;
+            x[off + i + half] = x1 * cos + x0 * sin;
+        }
+    }
+}
