@@ -1,11 +1,50 @@
 package io.tqserve.cli;
 
-/** Entry point of {@code ./tqserve}: dispatches the verb. */
+/**
+ * Entry point of {@code ./tqserve}: dispatches the verb. No verb (or options only) serves the configured model.
+ */
 public final class TqserveMain {
+    static final String DEFAULT_MODEL = "models/tiny-llama-h128";
+    static final String USAGE = """
+            usage: tqserve [verb] [options]
+              (no verb) | serve [--key=value ...]   serve the model over the OpenAI-compatible API (Spring-style overrides)
+              generate --prompt TEXT [...]          generate text on the command line
+              eval kv-curve [...]                   KV-scheme quality curve (KL vs effective bits)
+              bench [decode|codec|load] [...]       benchmarks that print ratios from one run
+              test                                  run the test suite (handled by the launcher script)
+            """;
+
     private TqserveMain() {
     }
 
     public static void main(String[] args) {
-        System.out.println("usage: tqserve [serve|generate|eval|bench] [options]");
+        String verb = args.length == 0 || args[0].startsWith("--") ? "serve" : args[0];
+        int code;
+        try {
+            code = switch (verb) {
+                case "generate" -> GenerateCommand.run(args);
+                case "help", "-h", "--help" -> {
+                    System.out.print(USAGE);
+                    yield 0;
+                }
+                case "serve" -> {
+                    System.err.println("tqserve: serving is not built yet");
+                    System.out.print(USAGE);
+                    yield 2;
+                }
+                default -> {
+                    System.err.println("tqserve: unknown verb '" + verb + "'");
+                    System.err.print(USAGE);
+                    yield 2;
+                }
+            };
+        } catch (IllegalArgumentException e) {
+            System.err.println("tqserve: " + e.getMessage());
+            code = 2;
+        } catch (Exception e) {
+            System.err.println("tqserve: " + e);
+            code = 1;
+        }
+        System.exit(code);
     }
 }

@@ -25,10 +25,10 @@ public final class CpuBackend implements ComputeBackend {
     /**
      * Chooses the kernels once: the Vector API unless {@code -Dtqserve.vector=false} or the module is missing.
      *
-     * @param threads worker threads; 0 = the machine's cores
+     * @param threads worker threads; 0 = the physical cores
      */
     public static CpuBackend create(int threads) {
-        int n = threads > 0 ? threads : Runtime.getRuntime().availableProcessors();
+        int n = threads > 0 ? threads : PhysicalCores.count();
         boolean off = "false".equalsIgnoreCase(System.getProperty(VECTOR_PROPERTY, "true"));
         if (off) {
             return new CpuBackend(new ScalarKernels(), n, "scalar kernels (-D" + VECTOR_PROPERTY + "=false), " + n

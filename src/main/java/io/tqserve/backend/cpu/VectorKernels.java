@@ -27,6 +27,16 @@ public final class VectorKernels implements Kernels {
     private static final int L = F.length();
 
     private final ScalarKernels tail = new ScalarKernels();
+    private final ThreadLocal<float[]> f16Rows = new ThreadLocal<>();
+
+    private float[] f16Scratch(int n) {
+        float[] s = f16Rows.get();
+        if (s == null || s.length < n) {
+            s = new float[n];
+            f16Rows.set(s);
+        }
+        return s;
+    }
 
     /** Lanes of the float species, e.g. 8 for 256-bit vectors. */
     public static int lanes() {
@@ -38,19 +48,28 @@ public final class VectorKernels implements Kernels {
         return "vector";
     }
 
+    /**
+     * Same loop structure (4 accumulators, then single vectors, then a scalar tail) as {@link #dotBf16} and
+     * {@link #dotF32}, so a row decoded to floats and dotted here gives bit-identical results to the direct
+     * kernels: batching rows never changes a sequence's numbers.
+     */
     @Override
     public float dot(float[] a, int aOff, float[] b, int bOff, int n) {
         int i = 0;
         FloatVector acc0 = FloatVector.zero(F);
         FloatVector acc1 = FloatVector.zero(F);
-        for (int bound = n - 2 * L; i <= bound; i += 2 * L) {
+        FloatVector acc2 = FloatVector.zero(F);
+        FloatVector acc3 = FloatVector.zero(F);
+        for (int bound = n - 4 * L; i <= bound; i += 4 * L) {
             acc0 = FloatVector.fromArray(F, a, aOff + i).fma(FloatVector.fromArray(F, b, bOff + i), acc0);
             acc1 = FloatVector.fromArray(F, a, aOff + i + L).fma(FloatVector.fromArray(F, b, bOff + i + L), acc1);
+            acc2 = FloatVector.fromArray(F, a, aOff + i + 2 * L).fma(FloatVector.fromArray(F, b, bOff + i + 2 * L), acc2);
+            acc3 = FloatVector.fromArray(F, a, aOff + i + 3 * L).fma(FloatVector.fromArray(F, b, bOff + i + 3 * L), acc3);
         }
         for (int bound = n - L; i <= bound; i += L) {
             acc0 = FloatVector.fromArray(F, a, aOff + i).fma(FloatVector.fromArray(F, b, bOff + i), acc0);
         }
-        float sum = acc0.add(acc1).reduceLanes(VectorOperators.ADD);
+        float sum = acc0.add(acc1).add(acc2.add(acc3)).reduceLanes(VectorOperators.ADD);
         for (; i < n; i++) {
             sum += a[aOff + i] * b[bOff + i];
         }
@@ -64,7 +83,11 @@ public final class VectorKernels implements Kernels {
         return switch (w.dtype()) {
             case BF16 -> dotBf16(seg, (long) row * cols * 2, x, xOff, cols);
             case F32 -> dotF32(seg, (long) row * cols * 4, x, xOff, cols);
-            case F16 -> tail.dotRow(w, row, x, xOff);
+            case F16 -> {
+                float[] tmp = f16Scratch(cols);
+                tail.decodeRow(w, row, tmp, 0);
+                yield dot(tmp, 0, x, xOff, cols);
+            }
         };
     }
 
@@ -102,21 +125,27 @@ public final class VectorKernels implements Kernels {
         int i = 0;
         FloatVector acc0 = FloatVector.zero(F);
         FloatVector acc1 = FloatVector.zero(F);
-        for (int bound = n - 2 * L; i <= bound; i += 2 * L) {
+        FloatVector acc2 = FloatVector.zero(F);
+        FloatVector acc3 = FloatVector.zero(F);
+        for (int bound = n - 4 * L; i <= bound; i += 4 * L) {
             long b = base + 4L * i;
-            acc0 = FloatVector.fromMemorySegment(F, seg, b, LE).fma(FloatVector.fromArray(F, x, xOff + i), acc0);
-            acc1 = FloatVector.fromMemorySegment(F, seg, b + 4L * L, LE)
-                    .fma(FloatVector.fromArray(F, x, xOff + i + L), acc1);
+            acc0 = f32(seg, b).fma(FloatVector.fromArray(F, x, xOff + i), acc0);
+            acc1 = f32(seg, b + 4L * L).fma(FloatVector.fromArray(F, x, xOff + i + L), acc1);
+            acc2 = f32(seg, b + 8L * L).fma(FloatVector.fromArray(F, x, xOff + i + 2 * L), acc2);
+            acc3 = f32(seg, b + 12L * L).fma(FloatVector.fromArray(F, x, xOff + i + 3 * L), acc3);
         }
         for (int bound = n - L; i <= bound; i += L) {
-            acc0 = FloatVector.fromMemorySegment(F, seg, base + 4L * i, LE)
-                    .fma(FloatVector.fromArray(F, x, xOff + i), acc0);
+            acc0 = f32(seg, base + 4L * i).fma(FloatVector.fromArray(F, x, xOff + i), acc0);
         }
-        float sum = acc0.add(acc1).reduceLanes(VectorOperators.ADD);
+        float sum = acc0.add(acc1).add(acc2.add(acc3)).reduceLanes(VectorOperators.ADD);
         for (; i < n; i++) {
             sum += seg.get(io.tqserve.backend.Layouts.FLOAT_LE, base + 4L * i) * x[xOff + i];
         }
         return sum;
+    }
+
+    private static FloatVector f32(MemorySegment seg, long byteOff) {
+        return FloatVector.fromMemorySegment(F, seg, byteOff, LE);
     }
 
     @Override

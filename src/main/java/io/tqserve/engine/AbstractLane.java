@@ -1,0 +1,208 @@
+package io.tqserve.engine;
+
+import io.tqserve.kv.KvCache;
+import io.tqserve.kv.KvCacheFactory;
+import io.tqserve.kv.KvLayout;
+import io.tqserve.kv.KvScheme;
+import io.tqserve.model.Model;
+import java.util.List;
+import java.util.concurrent.BlockingDeque;
+import java.util.concurrent.LinkedBlockingDeque;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Sinks;
+
+/** What both lanes share: the bounded queue, KV budget admission, sequence creation, cancellation and cleanup. */
+abstract class AbstractLane implements Lane {
+    protected final Model model;
+    protected final KvScheme scheme;
+    protected final KvLayout layout;
+    protected final KvBudget budget;
+    protected final int queueCapacity;
+    protected final BlockingDeque<Sequence> queue;
+    protected final AtomicInteger runningCount = new AtomicInteger();
+    protected final AtomicLong kvBytesInUse = new AtomicLong();
+    protected volatile boolean closed;
+    protected volatile StepHook stepHook = StepHook.NONE;
+    protected final Thread thread;
+
+    AbstractLane(Model model, KvScheme scheme, long kvBudgetBytes, int queueCapacity, String threadName) {
+        this.model = model;
+        this.scheme = scheme;
+        this.layout = model.transformer().attentionShape().layout(scheme);
+        this.budget = new KvBudget(kvBudgetBytes);
+        this.queueCapacity = queueCapacity;
+        this.queue = new LinkedBlockingDeque<>();
+        this.thread = new Thread(this::loopGuarded, threadName);
+        this.thread.setDaemon(true);
+    }
+
+    /** Starts the lane's thread. */
+    public void start() {
+        thread.start();
+    }
+
+    /** Installs a hook that runs at each sequence's step (tests inject faults with it). */
+    public void setStepHook(StepHook hook) {
+        this.stepHook = hook == null ? StepHook.NONE : hook;
+    }
+
+    @Override
+    public KvScheme scheme() {
+        return scheme;
+    }
+
+    @Override
+    public KvLayout layout() {
+        return layout;
+    }
+
+    @Override
+    public long kvBytesUsed() {
+        return kvBytesInUse.get();
+    }
+
+    @Override
+    public long kvBytesReserved() {
+        return budget.reserved();
+    }
+
+    @Override
+    public long kvBytesBudget() {
+        return budget.budget();
+    }
+
+    @Override
+    public int running() {
+        return runningCount.get();
+    }
+
+    @Override
+    public int waiting() {
+        return queue.size();
+    }
+
+    /** Tokens a cache of this request may hold: prompt + max_tokens, capped by the model context. */
+    protected int cacheTokens(GenerationRequest r) {
+        return Math.min(r.worstCaseTokens(), model.config().maxPositions());
+    }
+
+    protected long worstCaseBytes(GenerationRequest r) {
+        return layout.bytesFor(cacheTokens(r));
+    }
+
+    @Override
+    public boolean canEverAdmit(int worstCaseTokens) {
+        return layout.bytesFor(Math.min(worstCaseTokens, model.config().maxPositions())) <= budget.budget();
+    }
+
+    @Override
+    public boolean canAdmitNow(int worstCaseTokens) {
+        return queue.isEmpty() && budget.fits(layout.bytesFor(Math.min(worstCaseTokens, model.config().maxPositions())));
+    }
+
+    @Override
+    public Flux<GenerationEvent> submit(GenerationRequest request) {
+        if (closed) {
+            throw new LaneRejectedException(LaneRejectedException.Reason.CLOSED, kind().wireName() + " lane is shut down");
+        }
+        long bytes = worstCaseBytes(request);
+        if (bytes > budget.budget()) {
+            throw new LaneRejectedException(LaneRejectedException.Reason.TOO_LARGE, "the request needs " + bytes
+                    + " KV bytes at worst; the " + kind().wireName() + " lane's budget is " + budget.budget());
+        }
+        Sinks.Many<GenerationEvent> sink = Sinks.many().unicast().onBackpressureBuffer();
+        Sequence seq = new Sequence(request, bytes, sink, model.tokenizer(), model.generation().eosTokenIds(),
+                model.config().vocabSize(), model.config().maxPositions());
+        synchronized (queue) {
+            if (queue.size() >= queueCapacity) {
+                throw new LaneRejectedException(LaneRejectedException.Reason.QUEUE_FULL,
+                        "the " + kind().wireName() + " lane's queue is full (" + queueCapacity + ")");
+            }
+            queue.addLast(seq);
+        }
+        return sink.asFlux().doOnCancel(seq::cancel);
+    }
+
+    /** Allocates the sequence's cache and counts it as running. */
+    protected void activate(Sequence seq) {
+        seq.cache = KvCacheFactory.create(scheme, model.transformer().attentionShape(), model.transformer().backend(),
+                cacheTokens(seq.request));
+        runningCount.incrementAndGet();
+        seq.started(0);
+    }
+
+    /** Frees the sequence's cache and budget. Safe to call twice. */
+    protected void release(Sequence seq) {
+        KvCache c = seq.cache;
+        if (c != null) {
+            seq.cache = null;
+            c.close();
+            runningCount.decrementAndGet();
+        }
+        budget.release(seq.reservedBytes);
+        if (!seq.done()) {
+            if (seq.cancelled()) {
+                seq.finish(FinishReason.CANCELLED, "");
+            } else {
+                seq.fail("the sequence ended without a result", "server_error");
+            }
+        }
+    }
+
+    /** Recomputes the bytes live caches hold (exact, from their layouts). */
+    protected void updateKvBytes(List<Sequence> live) {
+        long sum = 0;
+        for (Sequence s : live) {
+            if (s.cache != null) {
+                sum += s.cache.bytesUsed();
+            }
+        }
+        kvBytesInUse.set(sum);
+    }
+
+    /** Runs the hook and the sampler step of one sequence; a throw fails that sequence only. */
+    protected boolean step(Sequence seq, float[] logits, int off) {
+        try {
+            stepHook.beforeSample(seq.request, seq.generated);
+            return seq.onLogits(logits, off);
+        } catch (RuntimeException e) {
+            seq.fail("generation failed: " + e.getMessage(), "server_error");
+            return true;
+        }
+    }
+
+    private void loopGuarded() {
+        while (!closed) {
+            try {
+                loop();
+            } catch (InterruptedException e) {
+                if (closed) {
+                    break;
+                }
+            } catch (Throwable t) {
+                // A lane never dies from one bad step: log and continue.
+                System.getLogger(getClass().getName()).log(System.Logger.Level.ERROR, "lane step failed", t);
+            }
+        }
+        drainOnClose();
+    }
+
+    /** The lane's scheduling loop; returns or throws to be re-entered. */
+    protected abstract void loop() throws InterruptedException;
+
+    /** Ends everything still queued or running at shutdown. */
+    protected abstract void drainOnClose();
+
+    @Override
+    public void close() {
+        closed = true;
+        thread.interrupt();
+        try {
+            thread.join(10_000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

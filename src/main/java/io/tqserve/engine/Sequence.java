@@ -1,0 +1,156 @@
+package io.tqserve.engine;
+
+import io.tqserve.kv.KvCache;
+import io.tqserve.model.StreamingDetokenizer;
+import io.tqserve.model.Tokenizer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
+import reactor.core.publisher.Sinks;
+
+/**
+ * One request inside a lane: its prompt, KV cache, sampler, detokenizer and stop matcher, and the sink its
+ * events go to. Only the lane's thread touches it, except {@link #cancel()}.
+ */
+final class Sequence {
+    private static final AtomicLong IDS = new AtomicLong();
+
+    final long id = IDS.incrementAndGet();
+    final GenerationRequest request;
+    final int[] prompt;
+    final long reservedBytes;
+    private final Sinks.Many<GenerationEvent> sink;
+    private final Sampler sampler;
+    private final StreamingDetokenizer detokenizer;
+    private final StopMatcher stops;
+    private final Set<Integer> eos;
+    private final Tokenizer tokenizer;
+    private final int contextLimit;
+    KvCache cache;
+    int prefilled;          // prompt tokens already in the cache
+    int generated;          // tokens sampled so far
+    int lastToken = -1;     // token to feed at the next decode step
+    private volatile boolean cancelled;
+    private boolean done;
+
+    Sequence(GenerationRequest request, long reservedBytes, Sinks.Many<GenerationEvent> sink, Tokenizer tokenizer,
+            Set<Integer> eos, int vocabSize, int contextLimit) {
+        this.request = request;
+        this.prompt = request.promptTokens();
+        this.reservedBytes = reservedBytes;
+        this.sink = sink;
+        this.tokenizer = tokenizer;
+        this.sampler = new Sampler(request.params(), vocabSize, prompt);
+        this.detokenizer = new StreamingDetokenizer(tokenizer);
+        this.stops = new StopMatcher(request.params().stop());
+        this.eos = eos;
+        this.contextLimit = contextLimit;
+    }
+
+    void cancel() {
+        cancelled = true;
+    }
+
+    boolean cancelled() {
+        return cancelled;
+    }
+
+    boolean done() {
+        return done;
+    }
+
+    boolean inPrefill() {
+        return prefilled < prompt.length;
+    }
+
+    void started(int cachedTokens) {
+        emit(new GenerationEvent.Started(cachedTokens));
+    }
+
+    /**
+     * Consumes the next-token logits (after the whole prompt is in the cache, or after a decode step): samples,
+     * emits, and decides whether the sequence goes on. Returns true when it finished.
+     */
+    boolean onLogits(float[] logits, int off) {
+        SamplingParams p = request.params();
+        int token = sampler.sample(logits, off);
+        sampler.accept(token);
+        generated++;
+        lastToken = token;
+        if (eos.contains(token) && !p.ignoreEos()) {
+            finish(FinishReason.STOP, stops.feed(detokenizer.flush()) + stops.flush());
+            return true;
+        }
+        String text = stops.feed(detokenizer.next(token));
+        float logprob = Float.NaN;
+        List<GenerationEvent.TopLogprob> top = List.of();
+        if (p.topLogprobs() >= 0) {
+            double lse = logSumExp(logits, off, sampler.vocab());
+            logprob = (float) (logits[off + token] - lse);
+            top = topLogprobs(logits, off, p.topLogprobs(), lse);
+        }
+        emit(new GenerationEvent.Token(token, text, logprob, top));
+        if (stops.stopped()) {
+            finish(FinishReason.STOP, "");
+            return true;
+        }
+        if (generated >= p.maxTokens() || cache.length() + 1 > contextLimit) {
+            finish(FinishReason.LENGTH, stops.feed(detokenizer.flush()) + stops.flush());
+            return true;
+        }
+        return false;
+    }
+
+    private List<GenerationEvent.TopLogprob> topLogprobs(float[] logits, int off, int k, double lse) {
+        List<GenerationEvent.TopLogprob> out = new ArrayList<>(k);
+        int vocab = sampler.vocab();
+        boolean[] taken = new boolean[vocab];
+        for (int j = 0; j < k; j++) {
+            int best = -1;
+            for (int i = 0; i < vocab; i++) {
+                if (!taken[i] && (best < 0 || logits[off + i] > logits[off + best])) {
+                    best = i;
+                }
+            }
+            taken[best] = true;
+            out.add(new GenerationEvent.TopLogprob(best, tokenizer.decode(new int[] {best}),
+                    (float) (logits[off + best] - lse)));
+        }
+        return out;
+    }
+
+    private static double logSumExp(float[] x, int off, int n) {
+        double max = Double.NEGATIVE_INFINITY;
+        for (int i = 0; i < n; i++) {
+            max = Math.max(max, x[off + i]);
+        }
+        double sum = 0;
+        for (int i = 0; i < n; i++) {
+            sum += Math.exp(x[off + i] - max);
+        }
+        return max + Math.log(sum);
+    }
+
+    void finish(FinishReason reason, String trailing) {
+        if (done) {
+            return;
+        }
+        done = true;
+        emit(new GenerationEvent.Finished(reason, trailing, prompt.length, generated, 0));
+        sink.tryEmitComplete();
+    }
+
+    void fail(String message, String type) {
+        if (done) {
+            return;
+        }
+        done = true;
+        emit(new GenerationEvent.Failed(message, type));
+        sink.tryEmitComplete();
+    }
+
+    private void emit(GenerationEvent e) {
+        sink.tryEmitNext(e);
+    }
+}

@@ -1,0 +1,73 @@
+package io.tqserve.engine;
+
+import io.tqserve.kv.KvScheme;
+import io.tqserve.model.ForwardState;
+import io.tqserve.model.Model;
+import io.tqserve.model.Transformer;
+import java.util.List;
+
+/**
+ * The serial lane: one named thread runs one sequence at a time with the configured KV scheme (TurboQuant by
+ * default), from a bounded queue. The prompt is prefilled in one pass, so it attends in full precision before
+ * it is stored quantized; every decode step attends over the quantized cache.
+ */
+public final class SerialTurboLane extends AbstractLane {
+    private final ForwardState state;
+    private final int[] one = new int[1];
+    private volatile Sequence current;
+
+    public SerialTurboLane(Model model, KvScheme scheme, long kvBudgetBytes, int queueCapacity) {
+        super(model, scheme, kvBudgetBytes, queueCapacity, "tqserve-turbo-lane");
+        this.state = new ForwardState(model.config());
+    }
+
+    @Override
+    public Kind kind() {
+        return Kind.TURBO;
+    }
+
+    @Override
+    protected void loop() throws InterruptedException {
+        Sequence seq = queue.takeFirst();
+        if (seq.cancelled()) {
+            seq.finish(FinishReason.CANCELLED, "");
+            return;
+        }
+        if (!budget.tryReserve(seq.reservedBytes)) {
+            seq.fail("the request does not fit the turbo lane's KV budget", "server_error");
+            return;
+        }
+        current = seq;
+        Transformer t = model.transformer();
+        try {
+            activate(seq);
+            float[] logits = t.forward(state, List.of(Transformer.Chunk.of(seq.cache, seq.prompt)));
+            seq.prefilled = seq.prompt.length;
+            updateKvBytes(List.of(seq));
+            boolean finished = seq.cancelled() || step(seq, logits, 0);
+            while (!finished && !seq.cancelled() && !closed) {
+                one[0] = seq.lastToken;
+                logits = t.forward(state, List.of(Transformer.Chunk.of(seq.cache, one)));
+                updateKvBytes(List.of(seq));
+                finished = step(seq, logits, 0);
+            }
+            if (closed && !seq.done()) {
+                seq.fail("the server is shutting down", "server_shutdown");
+            }
+        } catch (RuntimeException e) {
+            seq.fail("generation failed: " + e.getMessage(), "server_error");
+        } finally {
+            release(seq);
+            current = null;
+            kvBytesInUse.set(0);
+        }
+    }
+
+    @Override
+    protected void drainOnClose() {
+        Sequence s;
+        while ((s = queue.pollFirst()) != null) {
+            s.fail("the server is shutting down", "server_shutdown");
+        }
+    }
+}

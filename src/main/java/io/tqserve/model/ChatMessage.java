@@ -1,0 +1,5 @@
+package io.tqserve.model;
+
+/** TEMPORARY placeholder. */
+public record ChatMessage(String role, String content) {
+}

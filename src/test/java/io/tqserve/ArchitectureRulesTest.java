@@ -1,0 +1,79 @@
+package io.tqserve;
+
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+
+import com.tngtech.archunit.core.domain.JavaClasses;
+import com.tngtech.archunit.core.importer.ClassFileImporter;
+import com.tngtech.archunit.core.importer.ImportOption;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** The import rules of docs/architecture.md. */
+class ArchitectureRulesTest {
+    static JavaClasses classes;
+
+    @BeforeAll
+    static void importClasses() {
+        classes = new ClassFileImporter().withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
+                .importPackages("io.tqserve");
+    }
+
+    @Test
+    void springOnlyInApiConfigManagementAndCli() {
+        noClasses().that().resideInAnyPackage("io.tqserve.engine..", "io.tqserve.model..", "io.tqserve.kv..",
+                        "io.tqserve.backend..", "io.tqserve.routing..")
+                .should().dependOnClassesThat().resideInAnyPackage("org.springframework..")
+                .check(classes);
+    }
+
+    @Test
+    void backendDependsOnNothingOfTqserveOutsideItself() {
+        noClasses().that().resideInAPackage("io.tqserve.backend..")
+                .should().dependOnClassesThat().resideInAnyPackage("io.tqserve.api..", "io.tqserve.routing..",
+                        "io.tqserve.engine..", "io.tqserve.model..", "io.tqserve.kv..", "io.tqserve.config..",
+                        "io.tqserve.management..", "io.tqserve.cli..")
+                .check(classes);
+    }
+
+    @Test
+    void kvDependsOnlyOnBackendSpi() {
+        noClasses().that().resideInAPackage("io.tqserve.kv..")
+                .should().dependOnClassesThat().resideInAnyPackage("io.tqserve.api..", "io.tqserve.routing..",
+                        "io.tqserve.engine..", "io.tqserve.model..", "io.tqserve.config..", "io.tqserve.management..",
+                        "io.tqserve.cli..", "io.tqserve.backend.cpu..", "io.tqserve.backend.mlx..")
+                .check(classes);
+    }
+
+    @Test
+    void modelDependsOnlyOnBackendSpiAndKv() {
+        noClasses().that().resideInAPackage("io.tqserve.model..")
+                .should().dependOnClassesThat().resideInAnyPackage("io.tqserve.api..", "io.tqserve.routing..",
+                        "io.tqserve.engine..", "io.tqserve.config..", "io.tqserve.management..", "io.tqserve.cli..",
+                        "io.tqserve.backend.cpu..", "io.tqserve.backend.mlx..")
+                .check(classes);
+    }
+
+    @Test
+    void engineDoesNotReachUpToTheEdge() {
+        noClasses().that().resideInAPackage("io.tqserve.engine..")
+                .should().dependOnClassesThat().resideInAnyPackage("io.tqserve.api..", "io.tqserve.routing..",
+                        "io.tqserve.config..", "io.tqserve.management..", "io.tqserve.cli..")
+                .check(classes);
+    }
+
+    @Test
+    void routingSeesOnlyEngineAndKv() {
+        noClasses().that().resideInAPackage("io.tqserve.routing..")
+                .should().dependOnClassesThat().resideInAnyPackage("io.tqserve.api..", "io.tqserve.config..",
+                        "io.tqserve.management..", "io.tqserve.cli..", "io.tqserve.backend.cpu..",
+                        "io.tqserve.backend.mlx..")
+                .check(classes);
+    }
+
+    @Test
+    void managementDoesNotDependOnApiOrCli() {
+        noClasses().that().resideInAPackage("io.tqserve.management..")
+                .should().dependOnClassesThat().resideInAnyPackage("io.tqserve.api..", "io.tqserve.cli..")
+                .check(classes);
+    }
+}
