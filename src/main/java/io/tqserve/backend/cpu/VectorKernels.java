@@ -18,6 +18,9 @@ import jdk.incubator.vector.VectorSpecies;
  * memory-mapped weights, so a decode step streams each weight byte once.
  */
 public final class VectorKernels implements Kernels {
+    // The vector expressions are written out in every loop on purpose: a small helper method returning a vector
+    // is compiled on its own once hot, is then too big for C2 to inline (InlineSmallCode), and its result gets
+    // boxed on every call, which cuts the bandwidth of decode by up to 10x depending on compilation order.
     static final VectorSpecies<Float> F = FloatVector.SPECIES_PREFERRED;
     static final VectorSpecies<Integer> I = IntVector.SPECIES_PREFERRED;
     /** Shorts with as many lanes as F: half the bit size. */
@@ -91,12 +94,6 @@ public final class VectorKernels implements Kernels {
         };
     }
 
-    private static FloatVector bf16(MemorySegment seg, long byteOff) {
-        ShortVector s = ShortVector.fromMemorySegment(S, seg, byteOff, LE);
-        IntVector i = (IntVector) s.convertShape(VectorOperators.S2I, I, 0);
-        return i.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
-    }
-
     private static float dotBf16(MemorySegment seg, long base, float[] x, int xOff, int n) {
         int i = 0;
         FloatVector acc0 = FloatVector.zero(F);
@@ -105,13 +102,13 @@ public final class VectorKernels implements Kernels {
         FloatVector acc3 = FloatVector.zero(F);
         for (int bound = n - 4 * L; i <= bound; i += 4 * L) {
             long b = base + 2L * i;
-            acc0 = bf16(seg, b).fma(FloatVector.fromArray(F, x, xOff + i), acc0);
-            acc1 = bf16(seg, b + 2L * L).fma(FloatVector.fromArray(F, x, xOff + i + L), acc1);
-            acc2 = bf16(seg, b + 4L * L).fma(FloatVector.fromArray(F, x, xOff + i + 2 * L), acc2);
-            acc3 = bf16(seg, b + 6L * L).fma(FloatVector.fromArray(F, x, xOff + i + 3 * L), acc3);
+            acc0 = ((IntVector) ShortVector.fromMemorySegment(S, seg, b, LE).convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(FloatVector.fromArray(F, x, xOff + i), acc0);
+            acc1 = ((IntVector) ShortVector.fromMemorySegment(S, seg, b + 2L * L, LE).convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(FloatVector.fromArray(F, x, xOff + i + L), acc1);
+            acc2 = ((IntVector) ShortVector.fromMemorySegment(S, seg, b + 4L * L, LE).convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(FloatVector.fromArray(F, x, xOff + i + 2 * L), acc2);
+            acc3 = ((IntVector) ShortVector.fromMemorySegment(S, seg, b + 6L * L, LE).convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(FloatVector.fromArray(F, x, xOff + i + 3 * L), acc3);
         }
         for (int bound = n - L; i <= bound; i += L) {
-            acc0 = bf16(seg, base + 2L * i).fma(FloatVector.fromArray(F, x, xOff + i), acc0);
+            acc0 = ((IntVector) ShortVector.fromMemorySegment(S, seg, base + 2L * i, LE).convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(FloatVector.fromArray(F, x, xOff + i), acc0);
         }
         float sum = acc0.add(acc1).add(acc2.add(acc3)).reduceLanes(VectorOperators.ADD);
         for (; i < n; i++) {
@@ -129,23 +126,19 @@ public final class VectorKernels implements Kernels {
         FloatVector acc3 = FloatVector.zero(F);
         for (int bound = n - 4 * L; i <= bound; i += 4 * L) {
             long b = base + 4L * i;
-            acc0 = f32(seg, b).fma(FloatVector.fromArray(F, x, xOff + i), acc0);
-            acc1 = f32(seg, b + 4L * L).fma(FloatVector.fromArray(F, x, xOff + i + L), acc1);
-            acc2 = f32(seg, b + 8L * L).fma(FloatVector.fromArray(F, x, xOff + i + 2 * L), acc2);
-            acc3 = f32(seg, b + 12L * L).fma(FloatVector.fromArray(F, x, xOff + i + 3 * L), acc3);
+            acc0 = FloatVector.fromMemorySegment(F, seg, b, LE).fma(FloatVector.fromArray(F, x, xOff + i), acc0);
+            acc1 = FloatVector.fromMemorySegment(F, seg, b + 4L * L, LE).fma(FloatVector.fromArray(F, x, xOff + i + L), acc1);
+            acc2 = FloatVector.fromMemorySegment(F, seg, b + 8L * L, LE).fma(FloatVector.fromArray(F, x, xOff + i + 2 * L), acc2);
+            acc3 = FloatVector.fromMemorySegment(F, seg, b + 12L * L, LE).fma(FloatVector.fromArray(F, x, xOff + i + 3 * L), acc3);
         }
         for (int bound = n - L; i <= bound; i += L) {
-            acc0 = f32(seg, base + 4L * i).fma(FloatVector.fromArray(F, x, xOff + i), acc0);
+            acc0 = FloatVector.fromMemorySegment(F, seg, base + 4L * i, LE).fma(FloatVector.fromArray(F, x, xOff + i), acc0);
         }
         float sum = acc0.add(acc1).add(acc2.add(acc3)).reduceLanes(VectorOperators.ADD);
         for (; i < n; i++) {
             sum += seg.get(io.tqserve.backend.Layouts.FLOAT_LE, base + 4L * i) * x[xOff + i];
         }
         return sum;
-    }
-
-    private static FloatVector f32(MemorySegment seg, long byteOff) {
-        return FloatVector.fromMemorySegment(F, seg, byteOff, LE);
     }
 
     @Override
@@ -159,7 +152,7 @@ public final class VectorKernels implements Kernels {
         MemorySegment seg = w.data();
         int i = 0;
         for (int bound = n - L; i <= bound; i += L) {
-            bf16(seg, base + 2L * i).intoArray(dst, dOff + i);
+            ((IntVector) ShortVector.fromMemorySegment(S, seg, base + 2L * i, LE).convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().intoArray(dst, dOff + i);
         }
         for (; i < n; i++) {
             short bits = seg.get(io.tqserve.backend.Layouts.SHORT_LE, base + 2L * i);
@@ -179,7 +172,7 @@ public final class VectorKernels implements Kernels {
         FloatVector av = FloatVector.broadcast(F, a);
         int i = 0;
         for (int bound = n - L; i <= bound; i += L) {
-            bf16(seg, base + 2L * i).fma(av, FloatVector.fromArray(F, y, yOff + i)).intoArray(y, yOff + i);
+            ((IntVector) ShortVector.fromMemorySegment(S, seg, base + 2L * i, LE).convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(av, FloatVector.fromArray(F, y, yOff + i)).intoArray(y, yOff + i);
         }
         for (; i < n; i++) {
             short bits = seg.get(io.tqserve.backend.Layouts.SHORT_LE, base + 2L * i);
