@@ -80,6 +80,63 @@ public final class VectorKernels implements Kernels {
     }
 
     @Override
+    public void dot4(float[] w, int wOff, int wStride, float[] x, int xOff, int n, float[] out) {
+        int o0 = wOff;
+        int o1 = wOff + wStride;
+        int o2 = wOff + 2 * wStride;
+        int o3 = wOff + 3 * wStride;
+        FloatVector a00 = FloatVector.zero(F), a01 = FloatVector.zero(F), a02 = FloatVector.zero(F), a03 = FloatVector.zero(F);
+        FloatVector a10 = FloatVector.zero(F), a11 = FloatVector.zero(F), a12 = FloatVector.zero(F), a13 = FloatVector.zero(F);
+        FloatVector a20 = FloatVector.zero(F), a21 = FloatVector.zero(F), a22 = FloatVector.zero(F), a23 = FloatVector.zero(F);
+        FloatVector a30 = FloatVector.zero(F), a31 = FloatVector.zero(F), a32 = FloatVector.zero(F), a33 = FloatVector.zero(F);
+        int i = 0;
+        for (int bound = n - 4 * L; i <= bound; i += 4 * L) {
+            FloatVector x0 = FloatVector.fromArray(F, x, xOff + i);
+            FloatVector x1 = FloatVector.fromArray(F, x, xOff + i + L);
+            FloatVector x2 = FloatVector.fromArray(F, x, xOff + i + 2 * L);
+            FloatVector x3 = FloatVector.fromArray(F, x, xOff + i + 3 * L);
+            a00 = FloatVector.fromArray(F, w, o0 + i).fma(x0, a00);
+            a01 = FloatVector.fromArray(F, w, o0 + i + L).fma(x1, a01);
+            a02 = FloatVector.fromArray(F, w, o0 + i + 2 * L).fma(x2, a02);
+            a03 = FloatVector.fromArray(F, w, o0 + i + 3 * L).fma(x3, a03);
+            a10 = FloatVector.fromArray(F, w, o1 + i).fma(x0, a10);
+            a11 = FloatVector.fromArray(F, w, o1 + i + L).fma(x1, a11);
+            a12 = FloatVector.fromArray(F, w, o1 + i + 2 * L).fma(x2, a12);
+            a13 = FloatVector.fromArray(F, w, o1 + i + 3 * L).fma(x3, a13);
+            a20 = FloatVector.fromArray(F, w, o2 + i).fma(x0, a20);
+            a21 = FloatVector.fromArray(F, w, o2 + i + L).fma(x1, a21);
+            a22 = FloatVector.fromArray(F, w, o2 + i + 2 * L).fma(x2, a22);
+            a23 = FloatVector.fromArray(F, w, o2 + i + 3 * L).fma(x3, a23);
+            a30 = FloatVector.fromArray(F, w, o3 + i).fma(x0, a30);
+            a31 = FloatVector.fromArray(F, w, o3 + i + L).fma(x1, a31);
+            a32 = FloatVector.fromArray(F, w, o3 + i + 2 * L).fma(x2, a32);
+            a33 = FloatVector.fromArray(F, w, o3 + i + 3 * L).fma(x3, a33);
+        }
+        for (int bound = n - L; i <= bound; i += L) {
+            FloatVector x0 = FloatVector.fromArray(F, x, xOff + i);
+            a00 = FloatVector.fromArray(F, w, o0 + i).fma(x0, a00);
+            a10 = FloatVector.fromArray(F, w, o1 + i).fma(x0, a10);
+            a20 = FloatVector.fromArray(F, w, o2 + i).fma(x0, a20);
+            a30 = FloatVector.fromArray(F, w, o3 + i).fma(x0, a30);
+        }
+        float s0 = a00.add(a01).add(a02.add(a03)).reduceLanes(VectorOperators.ADD);
+        float s1 = a10.add(a11).add(a12.add(a13)).reduceLanes(VectorOperators.ADD);
+        float s2 = a20.add(a21).add(a22.add(a23)).reduceLanes(VectorOperators.ADD);
+        float s3 = a30.add(a31).add(a32.add(a33)).reduceLanes(VectorOperators.ADD);
+        for (; i < n; i++) {
+            float xi = x[xOff + i];
+            s0 += w[o0 + i] * xi;
+            s1 += w[o1 + i] * xi;
+            s2 += w[o2 + i] * xi;
+            s3 += w[o3 + i] * xi;
+        }
+        out[0] = s0;
+        out[1] = s1;
+        out[2] = s2;
+        out[3] = s3;
+    }
+
+    @Override
     public float dotRow(Matrix w, int row, float[] x, int xOff) {
         int cols = w.cols();
         MemorySegment seg = w.data();
