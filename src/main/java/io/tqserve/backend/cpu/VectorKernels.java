@@ -30,6 +30,14 @@ public final class VectorKernels implements Kernels {
     private static final int L = F.length();
 
     private final ScalarKernels tail = new ScalarKernels();
+    /** Per-thread lane buffer for the sequential horizontal sum. */
+    private static final ThreadLocal<float[]> LANES = ThreadLocal.withInitial(() -> new float[L]);
+
+    /*
+     * Horizontal sums run lane 0 to lane L-1 in order, written out at each use (see above on helpers).
+     * {@code reduceLanes(ADD)} may sum in any order and does so differently when interpreted than when compiled, which made the same input give different bits
+     * before and after JIT warm-up; a fixed order keeps every result reproducible.
+     */
     private final ThreadLocal<float[]> f16Rows = new ThreadLocal<>();
 
     private float[] f16Scratch(int n) {
@@ -58,6 +66,7 @@ public final class VectorKernels implements Kernels {
      */
     @Override
     public float dot(float[] a, int aOff, float[] b, int bOff, int n) {
+        float[] lanes = LANES.get();
         int i = 0;
         FloatVector acc0 = FloatVector.zero(F);
         FloatVector acc1 = FloatVector.zero(F);
@@ -72,7 +81,11 @@ public final class VectorKernels implements Kernels {
         for (int bound = n - L; i <= bound; i += L) {
             acc0 = FloatVector.fromArray(F, a, aOff + i).fma(FloatVector.fromArray(F, b, bOff + i), acc0);
         }
-        float sum = acc0.add(acc1).add(acc2.add(acc3)).reduceLanes(VectorOperators.ADD);
+        acc0.add(acc1).add(acc2.add(acc3)).intoArray(lanes, 0);
+        float sum = 0f;
+        for (int k = 0; k < L; k++) {
+            sum += lanes[k];
+        }
         for (; i < n; i++) {
             sum += a[aOff + i] * b[bOff + i];
         }
@@ -81,6 +94,7 @@ public final class VectorKernels implements Kernels {
 
     @Override
     public void dot4(float[] w, int wOff, int wStride, float[] x, int xOff, int n, float[] out) {
+        float[] lanes = LANES.get();
         int o0 = wOff;
         int o1 = wOff + wStride;
         int o2 = wOff + 2 * wStride;
@@ -119,10 +133,26 @@ public final class VectorKernels implements Kernels {
             a20 = FloatVector.fromArray(F, w, o2 + i).fma(x0, a20);
             a30 = FloatVector.fromArray(F, w, o3 + i).fma(x0, a30);
         }
-        float s0 = a00.add(a01).add(a02.add(a03)).reduceLanes(VectorOperators.ADD);
-        float s1 = a10.add(a11).add(a12.add(a13)).reduceLanes(VectorOperators.ADD);
-        float s2 = a20.add(a21).add(a22.add(a23)).reduceLanes(VectorOperators.ADD);
-        float s3 = a30.add(a31).add(a32.add(a33)).reduceLanes(VectorOperators.ADD);
+        a00.add(a01).add(a02.add(a03)).intoArray(lanes, 0);
+        float s0 = 0f;
+        for (int k = 0; k < L; k++) {
+            s0 += lanes[k];
+        }
+        a10.add(a11).add(a12.add(a13)).intoArray(lanes, 0);
+        float s1 = 0f;
+        for (int k = 0; k < L; k++) {
+            s1 += lanes[k];
+        }
+        a20.add(a21).add(a22.add(a23)).intoArray(lanes, 0);
+        float s2 = 0f;
+        for (int k = 0; k < L; k++) {
+            s2 += lanes[k];
+        }
+        a30.add(a31).add(a32.add(a33)).intoArray(lanes, 0);
+        float s3 = 0f;
+        for (int k = 0; k < L; k++) {
+            s3 += lanes[k];
+        }
         for (; i < n; i++) {
             float xi = x[xOff + i];
             s0 += w[o0 + i] * xi;
@@ -152,6 +182,7 @@ public final class VectorKernels implements Kernels {
     }
 
     private static float dotBf16(MemorySegment seg, long base, float[] x, int xOff, int n) {
+        float[] lanes = LANES.get();
         int i = 0;
         FloatVector acc0 = FloatVector.zero(F);
         FloatVector acc1 = FloatVector.zero(F);
@@ -167,7 +198,11 @@ public final class VectorKernels implements Kernels {
         for (int bound = n - L; i <= bound; i += L) {
             acc0 = ((IntVector) ShortVector.fromMemorySegment(S, seg, base + 2L * i, LE).convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(FloatVector.fromArray(F, x, xOff + i), acc0);
         }
-        float sum = acc0.add(acc1).add(acc2.add(acc3)).reduceLanes(VectorOperators.ADD);
+        acc0.add(acc1).add(acc2.add(acc3)).intoArray(lanes, 0);
+        float sum = 0f;
+        for (int k = 0; k < L; k++) {
+            sum += lanes[k];
+        }
         for (; i < n; i++) {
             short bits = seg.get(io.tqserve.backend.Layouts.SHORT_LE, base + 2L * i);
             sum += Float.intBitsToFloat((bits & 0xFFFF) << 16) * x[xOff + i];
@@ -176,6 +211,7 @@ public final class VectorKernels implements Kernels {
     }
 
     private static float dotF32(MemorySegment seg, long base, float[] x, int xOff, int n) {
+        float[] lanes = LANES.get();
         int i = 0;
         FloatVector acc0 = FloatVector.zero(F);
         FloatVector acc1 = FloatVector.zero(F);
@@ -191,7 +227,11 @@ public final class VectorKernels implements Kernels {
         for (int bound = n - L; i <= bound; i += L) {
             acc0 = FloatVector.fromMemorySegment(F, seg, base + 4L * i, LE).fma(FloatVector.fromArray(F, x, xOff + i), acc0);
         }
-        float sum = acc0.add(acc1).add(acc2.add(acc3)).reduceLanes(VectorOperators.ADD);
+        acc0.add(acc1).add(acc2.add(acc3)).intoArray(lanes, 0);
+        float sum = 0f;
+        for (int k = 0; k < L; k++) {
+            sum += lanes[k];
+        }
         for (; i < n; i++) {
             sum += seg.get(io.tqserve.backend.Layouts.FLOAT_LE, base + 4L * i) * x[xOff + i];
         }
