@@ -28,10 +28,11 @@ import tools.jackson.databind.json.JsonMapper;
  * ({@code bos_token}, {@code eos_token}, {@code unk_token}, {@code pad_token}, ... as strings) and any extra
  * variables (e.g. Qwen3's {@code enable_thinking}).
  *
- * <p>A template Jinjava cannot render faithfully fails at construction: probe conversations are rendered and any
- * Jinjava error (unsupported syntax, unknown filter or function, a failing method call) or a probe message missing
- * from the output is reported as a {@link ChatTemplateException} — never a silently different prompt. Instances
- * are immutable and thread-safe.
+ * <p>A template Jinjava cannot render faithfully fails at construction with a {@link ChatTemplateException} — never
+ * a silently different prompt: the source is checked for constructs Jinjava would get wrong without an error
+ * ({@link TemplateChecks}), then probe conversations are rendered and any Jinjava error (unsupported syntax, an
+ * unknown function, a failing method call) or a probe message missing from the output is reported. Instances are
+ * immutable and thread-safe.
  */
 public final class ChatTemplate {
 
@@ -61,6 +62,8 @@ public final class ChatTemplate {
     /**
      * The template of a Hugging Face model folder: {@code chat_template.jinja} if present (newer transformers save
      * it there), else {@code tokenizer_config.json}'s {@code chat_template}; empty if the model has none.
+     *
+     * @throws ChatTemplateException if the model's template cannot be rendered faithfully
      */
     public static Optional<ChatTemplate> load(Path modelDir) {
         Path config = modelDir.resolve("tokenizer_config.json");
@@ -79,6 +82,9 @@ public final class ChatTemplate {
 
     /** The {@code chat_template} of a {@code tokenizer_config.json} file, with its special tokens. */
     public static ChatTemplate fromTokenizerConfig(Path tokenizerConfigJson) throws IOException {
+        if (!Files.isRegularFile(tokenizerConfigJson)) {
+            throw new IOException("no such file: " + tokenizerConfigJson.toAbsolutePath());
+        }
         JsonNode tree = JSON.readTree(tokenizerConfigJson.toFile());
         String source = templateSource(tree.path("chat_template"), tokenizerConfigJson);
         if (source == null) {
