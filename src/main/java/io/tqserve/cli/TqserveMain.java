@@ -32,6 +32,7 @@ public final class TqserveMain {
         try {
             code = switch (verb) {
                 case "generate" -> GenerateCommand.run(args);
+                case "bench" -> BenchCommand.run(args);
                 case "help", "-h", "--help" -> {
                     System.out.print(USAGE);
                     yield 0;

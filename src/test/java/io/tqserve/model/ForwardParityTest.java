@@ -11,33 +11,78 @@ import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
 
-/** The Java forward pass against PyTorch's reference outputs for the embedded tiny Llama. */
+/**
+ * The Java forward pass against PyTorch's reference outputs: the embedded tiny Llama (trained) and the random
+ * tiny models of goldens/models (Qwen2 biases, Qwen3 q/k norms + explicit head_dim + sharded + tied, old-format
+ * Llama config with llama3 RoPE scaling in f16, Mistral).
+ */
 class ForwardParityTest {
-    static final Path MODEL = Path.of("models/tiny-llama-h128");
-    static Safetensors st;
-    static Transformer transformer;
-    static ReferenceOutputs ref;
     static CpuBackend backend;
 
     @BeforeAll
-    static void load() throws Exception {
-        ModelConfig c = ModelConfig.load(MODEL);
-        st = Safetensors.open(MODEL);
+    static void start() {
         backend = CpuBackend.create(2);
-        transformer = new Transformer(c, ModelWeights.load(st, c), backend);
-        ref = ReferenceOutputs.load(MODEL);
     }
 
     @AfterAll
-    static void close() {
-        st.close();
+    static void stop() {
         backend.close();
     }
 
-    @Test
-    void lastPositionLogitsAndPromptNllMatchPyTorch() {
+    static java.util.stream.Stream<String> models() {
+        return java.util.stream.Stream.of("models/tiny-llama-h128", "goldens/models/qwen2-tiny-h64",
+                "goldens/models/qwen3-tiny-h64", "goldens/models/llama-tiny-oldcfg", "goldens/models/mistral-tiny");
+    }
+
+    /** Loads the model, runs the body, unmaps. */
+    static void withModel(String dir, java.util.function.BiConsumer<Transformer, ReferenceOutputs> body) throws Exception {
+        Path path = Path.of(dir);
+        ModelConfig c = ModelConfig.load(path);
+        try (Safetensors st = Safetensors.open(path)) {
+            body.accept(new Transformer(c, ModelWeights.load(st, c), backend), ReferenceOutputs.load(path));
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("models")
+    void lastPositionLogitsAndPromptNllMatchPyTorch(String dir) throws Exception {
+        withModel(dir, ForwardParityTest::checkLogits);
+    }
+
+    /** As the reference computed them: a full recompute (fresh full-precision prefill) for every step. */
+    @ParameterizedTest
+    @MethodSource("models")
+    void greedy32TokensByFullRecomputeEqualPyTorch(String dir) throws Exception {
+        withModel(dir, ForwardParityTest::checkGreedyRecompute);
+    }
+
+    /** Incremental decode over the bf16 KV cache reproduces the trained model's reference tokens. */
+    @org.junit.jupiter.api.Test
+    void greedy32TokensWithBf16KvCacheEqualPyTorch() throws Exception {
+        withModel("models/tiny-llama-h128", ForwardParityTest::checkGreedy);
+    }
+
+    static void checkGreedyRecompute(Transformer transformer, ReferenceOutputs ref) {
+        ModelConfig c = transformer.config();
+        for (ReferenceOutputs.Prompt p : ref.prompts()) {
+            ForwardState state = new ForwardState(c);
+            int[] seq = java.util.Arrays.copyOf(p.inputIds(), p.inputIds().length + p.greedy32().length);
+            int len = p.inputIds().length;
+            for (int i = 0; i < p.greedy32().length; i++) {
+                try (KvCache cache = new Bf16KvCache(transformer.attentionShape(), backend, c.maxPositions())) {
+                    float[] logits = transformer.forward(state, List.of(new Transformer.Chunk(cache, seq, 0, len, false)));
+                    seq[len++] = argmax(logits, 0, c.vocabSize());
+                }
+            }
+            assertArrayEquals(p.greedy32(), java.util.Arrays.copyOfRange(seq, p.inputIds().length, len),
+                    "greedy tokens of prompt " + p.text());
+        }
+    }
+
+    static void checkLogits(Transformer transformer, ReferenceOutputs ref) {
         ModelConfig c = transformer.config();
         for (ReferenceOutputs.Prompt p : ref.prompts()) {
             ForwardState state = new ForwardState(c);
@@ -59,8 +104,7 @@ class ForwardParityTest {
         }
     }
 
-    @Test
-    void greedy32TokensEqualPyTorch() {
+    static void checkGreedy(Transformer transformer, ReferenceOutputs ref) {
         ModelConfig c = transformer.config();
         for (ReferenceOutputs.Prompt p : ref.prompts()) {
             ForwardState state = new ForwardState(c);

@@ -1,0 +1,22 @@
+package io.tqserve.cli;
+
+/** {@code ./tqserve bench <what> [...]}: benchmarks that print ratios measured in one run. */
+final class BenchCommand {
+    static final String USAGE = """
+            usage: tqserve bench decode [--model DIR | --synthetic] [--prompt-tokens N] [--decode-tokens N] [--threads N]
+            """;
+
+    private BenchCommand() {
+    }
+
+    static int run(String[] args) throws Exception {
+        String what = args.length > 1 ? args[1] : "";
+        return switch (what) {
+            case "decode" -> DecodeBenchmark.run(args);
+            default -> {
+                System.err.print(USAGE);
+                yield 2;
+            }
+        };
+    }
+}
