@@ -28,6 +28,11 @@ final class GenerateCommand {
     }
 
     static int run(String[] args) throws Exception {
+        return run(args, new PrintStream(System.out, true, StandardCharsets.UTF_8), System.err);
+    }
+
+    /** Runs the verb writing the generated text to {@code out} and diagnostics to {@code err}. */
+    static int run(String[] args, PrintStream out, PrintStream err) throws Exception {
         CliArgs a = new CliArgs(args, 1, Set.of("--prompt", "--model", "--max-tokens", "--temperature", "--seed",
                 "--top-p", "--top-k", "--kv", "--threads", "--backend"), Set.of("--chat"));
         String prompt = a.require("--prompt");
@@ -37,10 +42,9 @@ final class GenerateCommand {
         if (!backendType.equals("cpu") && !backendType.equals("auto")) {
             throw new IllegalArgumentException("--backend " + backendType + " is not available in this build (cpu, auto)");
         }
-        PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
         try (CpuBackend backend = CpuBackend.create(a.getInt("--threads", 0));
                 Model model = Model.load(modelDir, backend)) {
-            System.err.println("tqserve: " + backend.describe() + "; model " + model.config().architecture().hfName()
+            err.println("tqserve: " + backend.describe() + "; model " + model.config().architecture().hfName()
                     + " (" + model.config().numLayers() + " layers, head_dim " + model.config().headDim() + "); KV "
                     + scheme.id());
             int[] ids;
@@ -93,12 +97,12 @@ final class GenerateCommand {
                     out.println(); // only for a terminal: piped output is exactly the generated text
                 }
                 if (failure[0] != null) {
-                    System.err.println("tqserve: generation failed: " + failure[0]);
+                    err.println("tqserve: generation failed: " + failure[0]);
                     return 1;
                 }
                 double prefillS = ((firstToken[0] == 0 ? t1 : firstToken[0]) - t0) / 1e9;
                 double decodeS = (t1 - (firstToken[0] == 0 ? t1 : firstToken[0])) / 1e9;
-                System.err.printf("tqserve: prompt %d tokens, %.1f tok/s; decode %d tokens, %.1f tok/s%n", ids.length,
+                err.printf("tqserve: prompt %d tokens, %.1f tok/s; decode %d tokens, %.1f tok/s%n", ids.length,
                         ids.length / prefillS, generated[0], generated[0] > 1 ? (generated[0] - 1) / decodeS : 0.0);
             }
         }
