@@ -11,6 +11,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.HexFormat;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
+import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.MediaType;
 import org.springframework.http.ReactiveHttpOutputMessage;
@@ -66,7 +67,7 @@ public final class GenerationHandler {
                     .doOnNext(this::checkModel)
                     .publishOn(scheduler)
                     .map(builder::prepare)
-                    .flatMap(p -> respond(p, loaded, arrival));
+                    .flatMap(p -> respond(p, loaded, arrival, request.exchange().getResponse().getHeaders()));
         });
     }
 
@@ -78,7 +79,8 @@ public final class GenerationHandler {
         }
     }
 
-    private Mono<ServerResponse> respond(PromptBuilder.Prepared p, ServingRuntime.Loaded loaded, long arrival) {
+    private Mono<ServerResponse> respond(PromptBuilder.Prepared p, ServingRuntime.Loaded loaded, long arrival,
+            HttpHeaders responseHeaders) {
         ParsedRequest r = p.request();
         GenerationRequest gen = p.generation();
         RouteDecision decision;
@@ -88,6 +90,9 @@ public final class GenerationHandler {
             throw ApiException.invalid(r.endpoint() == Endpoint.CHAT ? "max_completion_tokens" : "max_tokens",
                     "kv_budget_exceeded", e.getMessage());
         }
+        // On the exchange itself, so that errors after this point (a full queue) carry them too.
+        responseHeaders.set(LANE_HEADER, decision.lane().kind().wireName());
+        responseHeaders.set(REASON_HEADER, decision.reason().wireName());
         Flux<GenerationEvent> events;
         try {
             events = decision.lane().submit(gen);
@@ -106,9 +111,7 @@ public final class GenerationHandler {
         long created = System.currentTimeMillis() / 1000;
         String model = r.model() != null ? r.model() : runtime.modelId();
         String fingerprint = "fp_" + loaded.model().fingerprint().substring(0, 10);
-        ServerResponse.BodyBuilder ok = ServerResponse.ok()
-                .header(LANE_HEADER, decision.lane().kind().wireName())
-                .header(REASON_HEADER, decision.reason().wireName());
+        ServerResponse.BodyBuilder ok = ServerResponse.ok();
         if (r.stream()) {
             StreamEncoder enc = new StreamEncoder(r.endpoint(), id, created, model, fingerprint, r.includeUsage(),
                     r.logprobs(), loaded.model().tokenizer());

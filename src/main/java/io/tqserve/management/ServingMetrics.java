@@ -64,6 +64,9 @@ public final class ServingMetrics implements LaneObserver, RequestObserver {
             finished.put(kind, byReason);
             Map<RouteReason, Counter> byRoute = new EnumMap<>(RouteReason.class);
             for (RouteReason r : RouteReason.values()) {
+                if (r == (kind == Lane.Kind.TURBO ? RouteReason.SHORT_CONTEXT : RouteReason.LONG_CONTEXT)) {
+                    continue; // a combination routing never produces
+                }
                 byRoute.put(r, Counter.builder("tqserve.routing.decisions").description("one per routed request")
                         .tags("lane", lane, "reason", r.wireName()).register(registry));
             }
@@ -109,8 +112,9 @@ public final class ServingMetrics implements LaneObserver, RequestObserver {
     @Override
     public void routed(RouteDecision decision) {
         Map<RouteReason, Counter> byRoute = decisions.get(decision.lane().kind());
-        if (byRoute != null) {
-            byRoute.get(decision.reason()).increment();
+        Counter c = byRoute == null ? null : byRoute.get(decision.reason());
+        if (c != null) {
+            c.increment();
         }
     }
 

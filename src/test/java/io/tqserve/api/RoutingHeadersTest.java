@@ -88,6 +88,8 @@ class RoutingHeadersTest extends Bf16ServingContext {
                     "X-Tqserve-Lane", "turbo");
             assertThat(r.statusCode()).as(r.body()).isEqualTo(429);
             assertThat(r.headers().firstValue("Retry-After")).hasValue("1");
+            assertThat(r.headers().firstValue("X-Tqserve-Lane")).hasValue("turbo");
+            assertThat(r.headers().firstValue("X-Tqserve-Route-Reason")).hasValue("override");
             assertThat(r.body()).contains("\"type\":\"rate_limit_error\"").contains("\"code\":\"queue_full\"");
         } finally {
             release.countDown();
