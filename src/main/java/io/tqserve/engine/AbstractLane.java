@@ -25,6 +25,7 @@ abstract class AbstractLane implements Lane {
     protected final AtomicLong kvBytesInUse = new AtomicLong();
     protected volatile boolean closed;
     protected volatile StepHook stepHook = StepHook.NONE;
+    protected volatile LaneObserver observer = LaneObserver.NONE;
     protected final Thread thread;
 
     AbstractLane(Model model, KvScheme scheme, long kvBudgetBytes, int queueCapacity, String threadName) {
@@ -46,6 +47,11 @@ abstract class AbstractLane implements Lane {
     /** Installs a hook that runs at each sequence's step (tests inject faults with it). */
     public void setStepHook(StepHook hook) {
         this.stepHook = hook == null ? StepHook.NONE : hook;
+    }
+
+    /** Installs the observer told when each sequence leaves the lane (metrics). */
+    public void setObserver(LaneObserver observer) {
+        this.observer = observer == null ? LaneObserver.NONE : observer;
     }
 
     @Override
@@ -135,9 +141,15 @@ abstract class AbstractLane implements Lane {
 
     /** Frees the sequence's cache and budget. Safe to call twice. */
     protected void release(Sequence seq) {
+        if (seq.released) {
+            return;
+        }
+        seq.released = true;
         KvCache c = seq.cache;
         if (c != null) {
             seq.cache = null;
+            kvBytesInUse.addAndGet(-seq.accountedKvBytes);
+            seq.accountedKvBytes = 0;
             c.close();
             runningCount.decrementAndGet();
         }
@@ -149,17 +161,28 @@ abstract class AbstractLane implements Lane {
                 seq.fail("the sequence ended without a result", "server_error");
             }
         }
+        ended(seq);
     }
 
-    /** Recomputes the bytes live caches hold (exact, from their layouts). */
+    /** Tells the observer that {@code seq} left the lane; call once, after its KV memory was freed. */
+    protected void ended(Sequence seq) {
+        try {
+            observer.sequenceEnded(this, seq.outcome == null ? FinishReason.ERROR : seq.outcome, seq.prompt.length,
+                    seq.generated);
+        } catch (RuntimeException e) {
+            System.getLogger(getClass().getName()).log(System.Logger.Level.WARNING, "lane observer failed", e);
+        }
+    }
+
+    /** Updates the bytes live caches hold (exact, from their layouts); released caches are already subtracted. */
     protected void updateKvBytes(List<Sequence> live) {
-        long sum = 0;
         for (Sequence s : live) {
             if (s.cache != null) {
-                sum += s.cache.bytesUsed();
+                long now = s.cache.bytesUsed();
+                kvBytesInUse.addAndGet(now - s.accountedKvBytes);
+                s.accountedKvBytes = now;
             }
         }
-        kvBytesInUse.set(sum);
     }
 
     /** Runs the hook and the sampler step of one sequence; a throw fails that sequence only. */

@@ -125,6 +125,7 @@ public final class BatchedBf16Lane extends AbstractLane {
             if (s.cancelled()) {
                 queue.pollFirst();
                 s.finish(FinishReason.CANCELLED, "");
+                ended(s);
                 continue;
             }
             if (!budget.tryReserve(s.reservedBytes)) {
@@ -192,6 +193,7 @@ public final class BatchedBf16Lane extends AbstractLane {
         Sequence s;
         while ((s = queue.pollFirst()) != null) {
             s.fail("the server is shutting down", "server_shutdown");
+            ended(s);
         }
     }
 }

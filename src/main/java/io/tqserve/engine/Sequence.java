@@ -31,6 +31,9 @@ final class Sequence {
     int prefilled;          // prompt tokens already in the cache
     int generated;          // tokens sampled so far
     int lastToken = -1;     // token to feed at the next decode step
+    long accountedKvBytes;  // this cache's bytes counted in the lane's kvBytesUsed
+    FinishReason outcome;   // set when the sequence finishes or fails
+    boolean released;       // KV memory and budget given back (once)
     private volatile boolean cancelled;
     private boolean done;
 
@@ -137,6 +140,7 @@ final class Sequence {
             return;
         }
         done = true;
+        outcome = reason;
         emit(new GenerationEvent.Finished(reason, trailing, prompt.length, generated, 0));
         sink.tryEmitComplete();
     }
@@ -146,6 +150,7 @@ final class Sequence {
             return;
         }
         done = true;
+        outcome = FinishReason.ERROR;
         emit(new GenerationEvent.Failed(message, type));
         sink.tryEmitComplete();
     }

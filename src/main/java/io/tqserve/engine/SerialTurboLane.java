@@ -31,10 +31,12 @@ public final class SerialTurboLane extends AbstractLane {
         Sequence seq = queue.takeFirst();
         if (seq.cancelled()) {
             seq.finish(FinishReason.CANCELLED, "");
+            ended(seq);
             return;
         }
         if (!budget.tryReserve(seq.reservedBytes)) {
             seq.fail("the request does not fit the turbo lane's KV budget", "server_error");
+            ended(seq);
             return;
         }
         current = seq;
@@ -68,6 +70,7 @@ public final class SerialTurboLane extends AbstractLane {
         Sequence s;
         while ((s = queue.pollFirst()) != null) {
             s.fail("the server is shutting down", "server_shutdown");
+            ended(s);
         }
     }
 }
