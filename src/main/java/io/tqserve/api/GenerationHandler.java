@@ -1,5 +1,6 @@
 package io.tqserve.api;
 
+import io.tqserve.api.openai.ErrorBody;
 import io.tqserve.engine.GenerationEvent;
 import io.tqserve.engine.GenerationRequest;
 import io.tqserve.engine.LaneRejectedException;
@@ -9,6 +10,7 @@ import io.tqserve.routing.RouteRequest;
 import io.tqserve.routing.ServingRuntime;
 import java.nio.charset.StandardCharsets;
 import java.util.HexFormat;
+import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import org.springframework.http.HttpHeaders;
@@ -41,11 +43,18 @@ public final class GenerationHandler {
     private final Scheduler scheduler;
     private final RequestParser parser;
 
-    public GenerationHandler(ServingRuntime runtime, ApiSettings settings, ApiScheduler scheduler) {
+    private final RequestDeadline deadline;
+    private final RequestLog requestLog;
+
+    public GenerationHandler(ServingRuntime runtime, ApiSettings settings, ApiScheduler scheduler,
+            RequestDeadline deadline) {
         this.runtime = runtime;
         this.settings = settings;
         this.scheduler = scheduler.scheduler();
-        this.parser = new RequestParser(runtime.modelConfig().vocabSize());
+        this.parser = new RequestParser(runtime.modelConfig().vocabSize(), settings.maxMessages(),
+                settings.maxPromptChars());
+        this.deadline = deadline;
+        this.requestLog = new RequestLog(settings.logPrompts());
     }
 
     public Mono<ServerResponse> chat(ServerRequest request) {
@@ -105,9 +114,11 @@ public final class GenerationHandler {
                         "shutting_down", e.getMessage(), settings.retryAfter());
             };
         }
+        events = deadline.bound(events, arrival);
         RequestTiming timing = new RequestTiming(loaded.routing().observer(), decision.lane().kind(), arrival,
                 System.nanoTime());
         String id = r.endpoint().idPrefix() + HexFormat.of().formatHex(randomBytes());
+        requestLog.routed(id, r, gen, decision, () -> loaded.model().tokenizer().decode(gen.promptTokens()));
         long created = System.currentTimeMillis() / 1000;
         String model = r.model() != null ? r.model() : runtime.modelId();
         String fingerprint = "fp_" + loaded.model().fingerprint().substring(0, 10);
@@ -126,7 +137,12 @@ public final class GenerationHandler {
         return events.publishOn(scheduler)
                 .doOnNext(timing::on)
                 .doOnNext(asm::on)
-                .then(Mono.fromCallable(asm::json))
+                .then(Mono.fromCallable(() -> {
+                    if (asm.failure() != null) {
+                        throw deadline.toApiException(asm.failure());
+                    }
+                    return asm.json();
+                }))
                 .doFinally(s -> timing.end())
                 .flatMap(json -> ok.contentType(MediaType.APPLICATION_JSON)
                         .bodyValue(json.getBytes(StandardCharsets.UTF_8)));
@@ -145,7 +161,8 @@ public final class GenerationHandler {
                 Flux.fromIterable(enc.start(echoText)),
                 events.publishOn(scheduler)
                         .doOnNext(timing::on)
-                        .concatMapIterable(enc::on)
+                        .concatMapIterable(e -> e instanceof GenerationEvent.Failed f
+                                ? List.of(errorFrame(deadline.toApiException(f))) : enc.on(e))
                         .onErrorResume(e -> Flux.just(enc.error("generation failed: " + e.getMessage(),
                                 "server_error"))),
                 Flux.just(StreamEncoder.DONE));
@@ -156,6 +173,10 @@ public final class GenerationHandler {
                 .doOnNext(f -> lastFrame.set(System.nanoTime()))
                 .takeUntil(f -> f == StreamEncoder.DONE)
                 .doFinally(s -> timing.end());
+    }
+
+    private static String errorFrame(ApiException e) {
+        return StreamEncoder.frame(ErrorBody.of(e.getMessage(), e.type(), e.param(), e.code()));
     }
 
     private static byte[] randomBytes() {

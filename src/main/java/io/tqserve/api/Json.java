@@ -1,11 +1,31 @@
 package io.tqserve.api;
 
-import io.tqserve.api.openai.Wire;
 import tools.jackson.core.JacksonException;
+import tools.jackson.core.StreamReadConstraints;
+import tools.jackson.core.StreamReadFeature;
+import tools.jackson.core.json.JsonFactory;
 import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
 
-/** Reads request bodies; malformed JSON is a 400, never a 500. */
+/**
+ * Reads request bodies; malformed JSON is a 400, never a 500. Stricter than Jackson's defaults: at most
+ * {@link #MAX_DEPTH} levels of nesting (an OpenAI request needs 4), names of at most {@link #MAX_NAME_CHARS}
+ * characters, numbers of at most {@link #MAX_NUMBER_CHARS} digits, and a name given twice in one object is an error
+ * (which of two values a proxy and the server would each take is ambiguous). NaN and Infinity are not JSON and
+ * are rejected (Jackson's default); invalid UTF-8 is rejected by the parser.
+ */
 final class Json {
+    static final int MAX_DEPTH = 32;
+    static final int MAX_NAME_CHARS = 1024;
+    static final int MAX_NUMBER_CHARS = 100;
+
+    private static final JsonMapper READER = JsonMapper.builder(JsonFactory.builder()
+                    .streamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(MAX_DEPTH)
+                            .maxNameLength(MAX_NAME_CHARS).maxNumberLength(MAX_NUMBER_CHARS).build())
+                    .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
+                    .build())
+            .build();
+
     private Json() {
     }
 
@@ -14,7 +34,7 @@ final class Json {
             throw ApiException.invalid(null, "the request body is empty; send a JSON object");
         }
         try {
-            return Wire.MAPPER.readTree(body);
+            return READER.readTree(body);
         } catch (JacksonException e) {
             throw ApiException.invalid(null, "the request body is not valid JSON: " + e.getOriginalMessage());
         }
