@@ -13,6 +13,7 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.MediaType;
@@ -46,6 +47,12 @@ public final class GenerationHandler {
     private final RequestDeadline deadline;
     private final RequestLog requestLog;
 
+    /** Without the server's shutdown drain: requests end only at the request timeout (tests, tools). */
+    public GenerationHandler(ServingRuntime runtime, ApiSettings settings, ApiScheduler scheduler) {
+        this(runtime, settings, scheduler, new RequestDeadline(settings, new ShutdownDrain(settings)));
+    }
+
+    @Autowired
     public GenerationHandler(ServingRuntime runtime, ApiSettings settings, ApiScheduler scheduler,
             RequestDeadline deadline) {
         this.runtime = runtime;
