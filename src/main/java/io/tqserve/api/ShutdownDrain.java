@@ -157,6 +157,12 @@ public final class ShutdownDrain implements WebFilter, SmartLifecycle {
         return running;
     }
 
+    /** A paused context (Spring's test context cache pauses inactive ones) is not shutting down: no drain. */
+    @Override
+    public boolean isPauseable() {
+        return false;
+    }
+
     /** Stops before Spring Boot's graceful web-server shutdown (which waits for the connections we end here). */
     @Override
     public int getPhase() {

@@ -151,6 +151,15 @@ public final class ModelLoader implements SmartLifecycle {
     }
 
     /**
+     * Not stopped when the context is paused (Spring's test context cache pauses inactive contexts and restarts
+     * them): stopping closes the model and the lanes, which a restart could not put back into the runtime.
+     */
+    @Override
+    public boolean isPauseable() {
+        return false;
+    }
+
+    /**
      * Between Spring Boot's graceful-shutdown phase (DEFAULT_PHASE - 1024, stops first) and the web server's
      * (DEFAULT_PHASE - 2048, stops last): at shutdown the lanes close while the server can still deliver the
      * error events of the streams they end; at startup loading begins once the port is open.

@@ -194,9 +194,17 @@ abstract class AbstractLane implements Lane {
             stepHook.beforeSample(seq.request, seq.generated);
             return seq.onLogits(logits, off);
         } catch (RuntimeException | Error e) {
+            logFailure(seq, e);
             seq.fail("generation failed: " + describe(e), "server_error");
             return true;
         }
+    }
+
+    /** Logs why a sequence failed (its id and sizes, never its text). */
+    protected void logFailure(Sequence seq, Throwable e) {
+        System.getLogger(getClass().getName()).log(System.Logger.Level.WARNING, "sequence " + seq.id + " ("
+                + seq.prompt.length + " prompt tokens, " + seq.generated + " generated) failed on the "
+                + kind().wireName() + " lane", e);
     }
 
     /** A throwable's message for a client, or its class name when it has none (many Errors). */

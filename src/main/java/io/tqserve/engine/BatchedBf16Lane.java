@@ -136,6 +136,7 @@ public final class BatchedBf16Lane extends AbstractLane {
                 activate(s);
                 active.add(s);
             } catch (RuntimeException | OutOfMemoryError e) { // an allocation failure fails this sequence only
+                logFailure(s, e);
                 s.fail("could not start the sequence: " + describe(e), "server_error");
                 release(s);
             }
@@ -158,6 +159,7 @@ public final class BatchedBf16Lane extends AbstractLane {
                     float[] one = t.forward(state, List.of(chunks.get(i)));
                     consume(s, chunks.get(i), one, 0);
                 } catch (RuntimeException | Error single) {
+                    logFailure(s, single);
                     s.cache.truncate(s.cache.length());
                     s.fail("generation failed: " + describe(single), "server_error");
                 }

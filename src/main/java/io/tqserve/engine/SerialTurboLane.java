@@ -57,6 +57,7 @@ public final class SerialTurboLane extends AbstractLane {
                 seq.fail("the server is shutting down", "server_shutdown");
             }
         } catch (RuntimeException | Error e) { // a failed step or allocation fails this sequence only
+            logFailure(seq, e);
             seq.fail("generation failed: " + describe(e), "server_error");
         } finally {
             release(seq);
