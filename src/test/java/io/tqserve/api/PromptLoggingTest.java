@@ -10,36 +10,76 @@ import io.tqserve.routing.RouteReason;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.LoggerContext;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.classic.spi.IThrowableProxy;
+import ch.qos.logback.core.read.ListAppender;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
-import org.springframework.boot.test.system.CapturedOutput;
-import org.springframework.boot.test.system.OutputCaptureExtension;
+import org.slf4j.LoggerFactory;
 
 /**
  * No prompt text in the logs by default ({@code tqserve.api.log-prompts=false}): with the request log at DEBUG,
  * every routed request is logged with its id, lane and token counts, and the text of no prompt — accepted,
  * rejected or tokenized — appears anywhere in the output. With log-prompts the line carries the prompt, escaped.
  */
-@ExtendWith(OutputCaptureExtension.class)
 class PromptLoggingTest extends HardenedServingContext {
     static final String SECRET = "Zebra-secret-4471";
 
+    /**
+     * Every logging event while the requests run, from every logger (tqserve's at TRACE, the rest at INFO), with
+     * their messages and stack traces as text. Attached to Logback's root logger directly: other tests in this JVM
+     * start applications of their own that reconfigure the console.
+     */
     @Test
-    void promptTextNeverReachesTheLogByDefault(CapturedOutput output) throws Exception {
-        assertThat(post("/v1/completions", "{\"prompt\":\"The ls command " + SECRET + "\",\"max_tokens\":1}")
-                .statusCode()).isEqualTo(200);
-        assertThat(post("/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"" + SECRET
-                + "\"}],\"max_tokens\":1,\"stream\":true}").statusCode()).isEqualTo(200);
-        assertThat(post("/v1/completions", "{\"prompt\":\"" + SECRET + "\",\"temperature\":9}").statusCode())
-                .isEqualTo(400);
-        assertThat(post("/v1/chat/completions", "{\"messages\":[{\"role\":\"" + SECRET + "\",\"content\":\"" + SECRET
-                + "\"}]}").statusCode()).isEqualTo(400);
-        assertThat(post("/tokenize", "{\"prompt\":\"" + SECRET + "\"}").statusCode()).isEqualTo(200);
-        assertThat(output.getOut()).containsPattern("request cmpl-[0-9a-f]{24} endpoint=completions lane=batched "
-                + "reason=short-context prompt_tokens=\\d+ max_tokens=1 stream=false")
+    void promptTextNeverReachesTheLogByDefault() throws Exception {
+        LoggerContext lc = (LoggerContext) LoggerFactory.getILoggerFactory();
+        ch.qos.logback.classic.Logger root = lc.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
+        ch.qos.logback.classic.Logger tqserve = lc.getLogger("io.tqserve");
+        Level rootLevel = root.getLevel();
+        Level tqserveLevel = tqserve.getLevel();
+        ListAppender<ILoggingEvent> events = new ListAppender<>();
+        events.setContext(lc);
+        events.start();
+        root.addAppender(events);
+        root.setLevel(Level.INFO);
+        tqserve.setLevel(Level.TRACE);
+        try {
+            assertThat(post("/v1/completions", "{\"prompt\":\"The ls command " + SECRET + "\",\"max_tokens\":1}")
+                    .statusCode()).isEqualTo(200);
+            assertThat(post("/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"" + SECRET
+                    + "\"}],\"max_tokens\":1,\"stream\":true}").statusCode()).isEqualTo(200);
+            assertThat(post("/v1/completions", "{\"prompt\":\"" + SECRET + "\",\"temperature\":9}").statusCode())
+                    .isEqualTo(400);
+            assertThat(post("/v1/chat/completions", "{\"messages\":[{\"role\":\"" + SECRET + "\",\"content\":\""
+                    + SECRET + "\"}]}").statusCode()).isEqualTo(400);
+            assertThat(post("/tokenize", "{\"prompt\":\"" + SECRET + "\"}").statusCode()).isEqualTo(200);
+            // A lane fault is logged with its stack trace, and still without the prompt.
+            batchedLane().setStepHook((request, generated) -> {
+                if (request.params().maxTokens() == 3) {
+                    throw new IllegalStateException("injected fault");
+                }
+            });
+            assertThat(post("/v1/completions", "{\"prompt\":\"" + SECRET + "\",\"max_tokens\":3}").statusCode())
+                    .isEqualTo(500);
+        } finally {
+            root.detachAppender(events);
+            root.setLevel(rootLevel);
+            tqserve.setLevel(tqserveLevel);
+        }
+        StringBuilder all = new StringBuilder();
+        for (ILoggingEvent e : events.list) {
+            all.append(e.getLoggerName()).append(' ').append(e.getFormattedMessage()).append('\n');
+            for (IThrowableProxy t = e.getThrowableProxy(); t != null; t = t.getCause()) {
+                all.append(t.getMessage()).append('\n');
+            }
+        }
+        assertThat(all.toString()).containsPattern("io.tqserve.api.RequestLog request cmpl-[0-9a-f]{24} "
+                + "endpoint=completions lane=batched reason=short-context prompt_tokens=\\d+ max_tokens=1 stream=false")
                 .containsPattern("request chatcmpl-[0-9a-f]{24} endpoint=chat lane=batched")
+                .containsPattern("sequence \\d+ \\(\\d+ prompt tokens, 0 generated\\) failed on the batched lane")
+                .contains("injected fault")
                 .doesNotContain(SECRET).doesNotContain("prompt=\"");
-        assertThat(output.getErr()).doesNotContain(SECRET);
     }
 
     @Test
