@@ -154,6 +154,7 @@ public final class GenerationHandler {
                                 "server_error"))),
                 Flux.just(StreamEncoder.DONE));
         Flux<String> keepAlive = Flux.interval(settings.keepAliveInterval())
+                .onBackpressureDrop() // a client that stops reading must not make the timer fail the stream
                 .filter(tick -> System.nanoTime() - lastFrame.get() >= every)
                 .map(tick -> StreamEncoder.KEEP_ALIVE);
         return Flux.merge(main, keepAlive)
