@@ -38,7 +38,10 @@ import reactor.core.publisher.Flux;
  * </ol>
  * Decode rates count only the window in which every stream of a run is decoding (after the last first token,
  * before the first last token), so prefill and the ramp are left out. Streams use {@code ignore_eos} so every run
- * generates exactly N tokens.
+ * generates exactly N tokens. Because wall-clock rates on a shared machine depend on what else runs, the CPU time
+ * of the engine's threads (lane + kernel pool) and of the HTTP path's threads is reported too: tokens per engine
+ * CPU-second show what batching saves independent of contention, and the HTTP path's CPU per token is what a
+ * stream costs on top of the engine.
  */
 final class ServeBenchmark {
     static final String[] PROMPTS = {
@@ -91,17 +94,24 @@ final class ServeBenchmark {
 
             System.out.println();
             System.out.println("batched lane, aggregate decode tok/s (lane driven directly):");
-            System.out.println("streams  tok/s    vs 1 stream");
+            System.out.println("streams  tok/s    vs 1 stream   tok per engine CPU-s   vs 1 stream");
             double one = 0;
+            double oneCpu = 0;
             for (int c : new int[] {1, 2, 4, 8}) {
                 double best = 0;
+                long cpuNanos = 0;
                 for (int r = 0; r < rounds; r++) {
+                    long before = cpuByRole()[0];
                     best = Math.max(best, streams(lane, model, c, tokens));
+                    cpuNanos += cpuByRole()[0] - before;
                 }
+                double perCpu = (double) rounds * c * tokens / (cpuNanos / 1e9);
                 if (c == 1) {
                     one = best;
+                    oneCpu = perCpu;
                 }
-                System.out.printf("%7d  %7.1f  %6.2fx%n", c, best, best / one);
+                System.out.printf("%7d  %7.1f  %6.2fx        %10.1f           %6.2fx%n", c, best, best / one, perCpu,
+                        perCpu / oneCpu);
             }
 
             System.out.println();
@@ -121,6 +131,7 @@ final class ServeBenchmark {
             System.out.printf("lane alone  %7.1f tok/s%nover HTTP   %7.1f tok/s%nloss        %6.1f %%%n", engine, http,
                     100 * (1 - http / engine));
             long n = (long) rounds * tokens;
+            System.out.printf("HTTP path CPU / engine CPU per token: %.1f %%%n", 100.0 * (cpu[1] + cpu[2]) / cpu[0]);
             System.out.printf("CPU per streamed token: engine (lane + kernel threads) %.0f us, server HTTP path "
                     + "(API scheduler, Netty, timers) %.0f us, client reader %.0f us; %d cores%n", cpu[0] / 1e3 / n,
                     cpu[1] / 1e3 / n, cpu[2] / 1e3 / n, Runtime.getRuntime().availableProcessors());
