@@ -12,6 +12,9 @@ import io.tqserve.routing.RoutingService;
 import io.tqserve.routing.ServingRuntime;
 import java.util.ArrayList;
 import java.util.List;
+import io.tqserve.kv.KvScheme;
+import io.tqserve.kv.store.PromptCache;
+import java.nio.file.Path;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.context.SmartLifecycle;
@@ -78,6 +81,7 @@ public final class ModelLoader implements SmartLifecycle {
                             SerialTurboLane l = new SerialTurboLane(m, lp.scheme(), lp.budgetBytes(),
                                     props.lanes().turbo().queueCapacity());
                             l.setObserver(laneObserver);
+                            l.setPromptCache(promptCache(m, lp.scheme()));
                             l.start();
                             yield l;
                         }
@@ -86,6 +90,7 @@ public final class ModelLoader implements SmartLifecycle {
                             BatchedBf16Lane l = new BatchedBf16Lane(m, lp.budgetBytes(), c.queueCapacity(),
                                     c.maxBatch(), c.prefillChunk(), c.prefillsPerStep());
                             l.setObserver(laneObserver);
+                            l.setPromptCache(promptCache(m, lp.scheme()));
                             l.start();
                             yield l;
                         }
@@ -107,6 +112,18 @@ public final class ModelLoader implements SmartLifecycle {
             }
             runtime.failed(t);
         }
+    }
+
+    /** The lane's prompt cache per tqserve.prompt-cache and tqserve.store, or null when prefix reuse is off. */
+    private PromptCache promptCache(Model m, KvScheme scheme) {
+        TqserveProperties.PromptCache pc = props.promptCache();
+        if (!pc.enabled()) {
+            return null;
+        }
+        String dir = props.store().dir();
+        return new PromptCache(scheme, m.transformer().attentionShape(), pc.maxBytes().toBytes(), pc.minTokens(),
+                m.fingerprint(), m.tokenizerHash(), dir.isBlank() ? null : Path.of(dir).resolve("prompt-cache"),
+                props.store().maxBytes().toBytes());
     }
 
     private String describeLanes() {

@@ -43,8 +43,17 @@ public final class SerialTurboLane extends AbstractLane {
         Transformer t = model.transformer();
         try {
             activate(seq);
-            float[] logits = t.forward(state, List.of(Transformer.Chunk.of(seq.cache, seq.prompt)));
-            seq.prefilled = seq.prompt.length;
+            float[] logits;
+            if (seq.readyLogits != null) {
+                logits = seq.readyLogits; // the whole prompt came from the prompt cache
+            } else {
+                // A fresh prompt is prefilled in one pass (full-precision attention); after a cached prefix the
+                // rest attends over the restored (quantized) cache.
+                logits = t.forward(state, List.of(new Transformer.Chunk(seq.cache, seq.prompt, seq.prefilled,
+                        seq.prompt.length - seq.prefilled, false)));
+                seq.prefilled = seq.prompt.length;
+                rememberPrompt(seq, logits, 0);
+            }
             updateKvBytes(List.of(seq));
             boolean finished = seq.cancelled() || step(seq, logits, 0);
             while (!finished && !seq.cancelled() && !closed) {
