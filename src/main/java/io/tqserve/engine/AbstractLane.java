@@ -4,7 +4,9 @@ import io.tqserve.kv.KvCache;
 import io.tqserve.kv.KvCacheFactory;
 import io.tqserve.kv.KvLayout;
 import io.tqserve.kv.KvScheme;
+import io.tqserve.kv.store.KvSnapshot;
 import io.tqserve.kv.store.PromptCache;
+import io.tqserve.kv.store.SnapshotException;
 import io.tqserve.model.Model;
 import java.util.List;
 import java.util.concurrent.BlockingDeque;
@@ -139,7 +141,19 @@ abstract class AbstractLane implements Lane {
                 cacheTokens(seq.request));
         runningCount.incrementAndGet();
         PromptCache pc = promptCache;
-        if (pc != null) {
+        KvSnapshot resume = seq.request.resumeFrom();
+        if (resume != null) {
+            try {
+                resume.restoreInto(seq.cache);
+            } catch (SnapshotException e) {
+                throw new IllegalStateException(e.getMessage(), e);
+            }
+            seq.prefilled = resume.tokens().length;
+            seq.cachedTokens = resume.tokens().length;
+            if (seq.prefilled == seq.prompt.length) {
+                seq.readyLogits = resume.logits().clone();
+            }
+        } else if (pc != null && seq.request.capture() == null) {
             PromptCache.Reuse reuse = pc.restoreLongestPrefix(seq.prompt, seq.cache);
             seq.prefilled = reuse.tokens();
             seq.cachedTokens = reuse.tokens();
@@ -161,6 +175,22 @@ abstract class AbstractLane implements Lane {
         } catch (RuntimeException e) {
             System.getLogger(getClass().getName()).log(System.Logger.Level.WARNING, "prompt cache insert failed", e);
         }
+    }
+
+    /**
+     * After the prompt is in the cache: a capture request gets its snapshot and ends here (true); any other
+     * request offers its prompt to the prompt cache and goes on to sample (false).
+     */
+    protected boolean afterPrefill(Sequence seq, float[] logits, int off) {
+        java.util.function.Consumer<KvSnapshot> capture = seq.request.capture();
+        if (capture == null) {
+            rememberPrompt(seq, logits, off);
+            return false;
+        }
+        float[] next = java.util.Arrays.copyOfRange(logits, off, off + model.config().vocabSize());
+        capture.accept(KvSnapshot.captureOnHeap(seq.cache, seq.prompt, next, model.fingerprint(), model.tokenizerHash()));
+        seq.finish(FinishReason.STOP, "");
+        return true;
     }
 
     /** Installs the lane's prompt (prefix) cache; null turns prefix reuse off. */

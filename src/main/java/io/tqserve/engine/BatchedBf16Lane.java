@@ -190,7 +190,9 @@ public final class BatchedBf16Lane extends AbstractLane {
             if (s.inPrefill()) {
                 return;
             }
-            rememberPrompt(s, logits, off);
+            if (afterPrefill(s, logits, off)) {
+                return;
+            }
         }
         if (!s.cancelled()) {
             step(s, logits, off);

@@ -52,10 +52,10 @@ public final class SerialTurboLane extends AbstractLane {
                 logits = t.forward(state, List.of(new Transformer.Chunk(seq.cache, seq.prompt, seq.prefilled,
                         seq.prompt.length - seq.prefilled, false)));
                 seq.prefilled = seq.prompt.length;
-                rememberPrompt(seq, logits, 0);
             }
             updateKvBytes(List.of(seq));
-            boolean finished = seq.cancelled() || step(seq, logits, 0);
+            boolean finished = seq.cancelled() || (seq.readyLogits == null && afterPrefill(seq, logits, 0))
+                    || step(seq, logits, 0);
             while (!finished && !seq.cancelled() && !closed) {
                 one[0] = seq.lastToken;
                 logits = t.forward(state, List.of(Transformer.Chunk.of(seq.cache, one)));
