@@ -16,11 +16,13 @@ import java.lang.foreign.ValueLayout;
  * <p><b>Deviation</b> (only where the reference overflows: a rotated coordinate beyond the fp16 range, which makes
  * its scale ±inf and the group decode to NaN): y_h is rounded with saturation at ±65504 instead of overflowing.
  * Every other group is unchanged because saturating and plain rounding agree on values that do not overflow. The
- * result is finite, but a group whose rotated coordinates exceed 65504 (inputs of magnitude ≳ 65504/√headDim on
- * average) loses accuracy, as it would in any fp16 cache.
+ * result is finite, but a group whose rotated coordinates exceed 65504 (e.g. a mean input above 65504/√headDim)
+ * loses accuracy, as it would in any fp16 cache. Inputs are also clamped to ±2^100 before the rotation, so no
+ * finite float32 input can overflow the butterflies (fp16-range inputs are untouched). NaN input stays NaN.
  */
 final class ValueCodec {
     private static final int GROUP = TurboLayout.GROUP;
+    private static final float INPUT_BOUND = 0x1p100f;
 
     private ValueCodec() {
     }
@@ -28,7 +30,7 @@ final class ValueCodec {
     /** Encodes v[vOff, vOff+headDim) into the V codes and V scales of the entry at {@code base}. */
     static void encode(TurboLayout lay, float[] v, int vOff, MemorySegment dst, long base, float[] scratch) {
         int d = lay.headDim();
-        System.arraycopy(v, vOff, scratch, 0, d);
+        copyClamped(v, vOff, scratch, d);
         Fwht.rotate(scratch, 0, d);
         encodeRotated(lay, scratch, dst, base);
     }
@@ -36,9 +38,19 @@ final class ValueCodec {
     /** Scalar twin of {@link #encode}: rotation by the scalar FWHT. */
     static void encodeScalar(TurboLayout lay, float[] v, int vOff, MemorySegment dst, long base, float[] scratch) {
         int d = lay.headDim();
-        System.arraycopy(v, vOff, scratch, 0, d);
+        copyClamped(v, vOff, scratch, d);
         Fwht.rotateScalar(scratch, 0, d);
         encodeRotated(lay, scratch, dst, base);
+    }
+
+    /**
+     * Copies v into the scratch row clamped to ±2^100, so that the float32 butterflies (sums of up to 512 inputs)
+     * cannot overflow into inf − inf = NaN. Inputs that large saturate y_h anyway; fp16-range inputs are unchanged.
+     */
+    private static void copyClamped(float[] v, int vOff, float[] scratch, int d) {
+        for (int i = 0; i < d; i++) {
+            scratch[i] = Math.max(-INPUT_BOUND, Math.min(INPUT_BOUND, v[vOff + i]));
+        }
     }
 
     /** Quantizes the float32 rotated values y[0, headDim) (overwritten with y_h). */
