@@ -1,5 +1,6 @@
 package io.tqserve.kv.turbo;
 
+import io.tqserve.kv.KvCodec;
 import io.tqserve.kv.KvScheme;
 import java.lang.foreign.MemorySegment;
 
@@ -14,7 +15,7 @@ import java.lang.foreign.MemorySegment;
  *
  * <p>Instances are immutable and thread-safe; encode uses a per-thread scratch row allocated on first use.
  */
-public final class TurboCodec {
+public final class TurboCodec implements KvCodec {
     private static final ThreadLocal<float[]> SCRATCH = ThreadLocal.withInitial(() -> new float[512]);
 
     private final TurboLayout layout;
@@ -46,10 +47,12 @@ public final class TurboCodec {
     }
 
     /** Bytes of one entry (one token, one KV head, K and V). */
+    @Override
     public int entryBytes() {
         return layout.bytes();
     }
 
+    @Override
     public int headDim() {
         return layout.headDim();
     }
@@ -59,6 +62,7 @@ public final class TurboCodec {
     /**
      * Encodes k[kOff, kOff+headDim) and v[vOff, vOff+headDim) (float32) into dst[off, off+entryBytes()).
      */
+    @Override
     public void encode(float[] k, int kOff, float[] v, int vOff, MemorySegment dst, long off) {
         checkEntry(dst, off);
         encodeKey(k, kOff, dst, off);
@@ -71,6 +75,7 @@ public final class TurboCodec {
     }
 
     /** Decodes the entry at src[off] into k[kOff, +headDim) and v[vOff, +headDim), original domain. */
+    @Override
     public void decode(MemorySegment src, long off, float[] k, int kOff, float[] v, int vOff) {
         decodeKey(src, off, k, kOff);
         decodeValue(src, off, v, vOff);
@@ -90,6 +95,7 @@ public final class TurboCodec {
     }
 
     /** out[outOff+i] = fl32(fl32(code_i + zero_g)·scale_g), i < headDim. */
+    @Override
     public void decodeKey(MemorySegment src, long off, float[] out, int outOff) {
         checkEntry(src, off);
         if (vector) {
@@ -140,6 +146,7 @@ public final class TurboCodec {
     }
 
     /** Original-domain value decode: out = (H·y) ⊙ σ with y the rotated-domain values. */
+    @Override
     public void decodeValue(MemorySegment src, long off, float[] out, int outOff) {
         decodeValueRotated(src, off, out, outOff);
         if (vector) {
@@ -193,9 +200,6 @@ public final class TurboCodec {
     }
 
     private void checkEntry(MemorySegment seg, long off) {
-        if (off < 0 || off + layout.bytes() > seg.byteSize()) {
-            throw new IndexOutOfBoundsException("entry [" + off + ", " + (off + layout.bytes()) + ") outside segment of "
-                    + seg.byteSize() + " bytes");
-        }
+        KvCodec.checkEntry(seg, off, layout.bytes());
     }
 }
