@@ -71,6 +71,27 @@ public final class CodePacking {
         }
     }
 
+    /**
+     * Writes the low {@code bits}·8/8 = {@code bits} bytes of {@code word} — eight codes of {@code bits} bits packed
+     * LSB-first — at dst[off].
+     */
+    static void writeEight(MemorySegment dst, long off, long word, int bits) {
+        switch (bits) {
+            case 8 -> dst.set(LE_LONG, off, word);
+            case 5 -> {
+                dst.set(LE_INT, off, (int) word);
+                dst.set(ValueLayout.JAVA_BYTE, off + 4, (byte) (word >>> 32));
+            }
+            case 4 -> dst.set(LE_INT, off, (int) word);
+            case 3 -> {
+                dst.set(LE_SHORT, off, (short) word);
+                dst.set(ValueLayout.JAVA_BYTE, off + 2, (byte) (word >>> 16));
+            }
+            case 2 -> dst.set(LE_SHORT, off, (short) word);
+            default -> throw new IllegalArgumentException("bits " + bits);
+        }
+    }
+
     /** The fp16 at src[off] (little-endian) as a float. */
     public static float readFp16(MemorySegment src, long off) {
         return Float.float16ToFloat(src.get(LE_SHORT, off));

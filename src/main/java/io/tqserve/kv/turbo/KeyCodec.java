@@ -85,22 +85,20 @@ final class KeyCodec {
             CodePacking.writeFp16(dst, scales + 2L * g, scale);
             CodePacking.writeFp16(dst, zeros + 2L * g, zero);
             long p = codes + (long) g * GROUP * bits / 8;
-            long acc = 0;
-            int filled = 0;
-            for (int i = 0; i < GROUP; i++) {
-                float t = switch (rule) {
-                    case CANONICAL -> Fp16.round(Fp16.round(k[x0 + i]) / scale) - zero;
-                    case CONSTANT -> 0f;
-                    default -> Fp16.roundSaturating(k[x0 + i]) / scale - zero;
-                };
-                int r = Math.clamp((long) Math.rint(t), lo, hi);
-                acc |= (long) (r & codeMask) << filled;
-                filled += bits;
-                while (filled >= 8) {
-                    dst.set(ValueLayout.JAVA_BYTE, p++, (byte) acc);
-                    acc >>>= 8;
-                    filled -= 8;
+            for (int j = 0; j < GROUP; j += 8) {
+                long word = 0;
+                for (int i = 0; i < 8; i++) {
+                    float xi = k[x0 + j + i];
+                    float t = switch (rule) {
+                        case CANONICAL -> Fp16.round(Fp16.round(xi) / scale) - zero;
+                        case CONSTANT -> 0f;
+                        default -> Fp16.roundSaturating(xi) / scale - zero;
+                    };
+                    int r = Math.clamp((long) Math.rint(t), lo, hi);
+                    word |= (long) (r & codeMask) << (i * bits);
                 }
+                CodePacking.writeEight(dst, p, word, bits);
+                p += bits;
             }
         }
     }

@@ -60,8 +60,6 @@ final class ValueCodec {
         long codes = base + lay.valueCodesOffset();
         long scales = base + lay.valueScalesOffset();
         long p = codes;
-        long acc = 0;
-        int filled = 0;
         for (int g = 0, n = lay.groups(); g < n; g++) {
             int o = g * GROUP;
             float sumSq = 0f;
@@ -72,35 +70,25 @@ final class ValueCodec {
             }
             float scale = Fp16.round((float) Math.sqrt(sumSq * 0.03125f));
             CodePacking.writeFp16(dst, scales + 2L * g, scale);
-            for (int i = 0; i < GROUP; i++) {
-                float norm = Fp16.round(y[o + i] / scale);
-                acc |= (long) bin(bnd, norm) << filled;
-                filled += bits;
-                while (filled >= 8) {
-                    dst.set(ValueLayout.JAVA_BYTE, p++, (byte) acc);
-                    acc >>>= 8;
-                    filled -= 8;
+            for (int j = 0; j < GROUP; j += 8) {
+                long word = 0;
+                for (int i = 0; i < 8; i++) {
+                    float norm = Fp16.round(y[o + j + i] / scale);
+                    word |= (long) bin(bnd, bits, norm) << (i * bits);
                 }
+                CodePacking.writeEight(dst, p, word, bits);
+                p += bits;
             }
         }
     }
 
-    /** #{k : x > bnd[k]} for ascending bnd; NaN → 0. */
-    static int bin(float[] bnd, float x) {
-        if (!(x > bnd[0])) {
-            return 0; // also NaN
+    /** #{k : x > bnd[k]} for the 2^bits − 1 ascending boundaries; NaN → 0. Branch-free lower-bound search. */
+    static int bin(float[] bnd, int bits, float x) {
+        int pos = 0;
+        for (int step = 1 << (bits - 1); step > 0; step >>= 1) {
+            pos += x > bnd[pos + step - 1] ? step : 0;
         }
-        int lo = 1;
-        int hi = bnd.length; // answer in [lo, hi]: bnd[lo-1] < x
-        while (lo < hi) {
-            int mid = (lo + hi) >>> 1;
-            if (x > bnd[mid]) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        return lo;
+        return pos;
     }
 
     /** Rotated-domain decode: out[outOff+i] = fl32(c[code_i]·scale_g). */
