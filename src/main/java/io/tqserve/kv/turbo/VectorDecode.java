@@ -16,17 +16,24 @@ import jdk.incubator.vector.VectorSpecies;
  * Vector API decode of key codes and rotated-domain values; bit-identical twin of {@link KeyCodec#decodeScalar} and
  * {@link ValueCodec#decodeRotatedScalar} (same float32 add and multiply per element, no FMA).
  *
- * <p>Unpacking L codes of b bits (L = float lanes, b in 2…5): a masked load of exactly the L·b/8 bytes that hold
- * them, two byte rearranges picking for lane i the bytes at ⌊b·i/8⌋ and ⌊b·i/8⌋+1, widened to ints, joined into a
- * 16-bit word, shifted right by (b·i) mod 8 and masked. The codebook lookup is a lane permutation of the centroid
- * table when it fits in one or two vectors (2…5 bits at 16 lanes), else a scalar table read.
+ * <p>Unpacking L codes of b bits (L = float lanes): with 16 lanes and b = 2, 3, 4 from one or two scalar words —
+ * the word is broadcast (lanes 8–15 get the word that starts at code 8) and each lane shifts right by its bit
+ * position and masks. Otherwise a masked load of exactly the L·b/8 bytes holding them, two byte rearranges picking
+ * for lane i the bytes at ⌊b·i/8⌋ and ⌊b·i/8⌋+1, widened to ints, joined, shifted and masked. The codebook lookup
+ * is a lane permutation of the centroid table held in one or two int vectors (2…5 bits at 16 lanes); 8-bit values
+ * read the table per element. As in {@link VectorFwht}, the vector code is written inline, never passed through
+ * helper methods, so C2 keeps every vector in registers.
  */
 final class VectorDecode {
     private static final VectorSpecies<Float> F = VectorFwht.F;
     private static final int L = F.length();
     private static final VectorSpecies<Integer> I = VectorSpecies.of(int.class, F.vectorShape());
-    private static final VectorSpecies<Byte> B = VectorSpecies.of(byte.class, VectorShape.forBitSize(L * 8));
     private static final int GROUP = TurboLayout.GROUP;
+    /** Species this class handles (8, 16 or 32 lanes: L bytes form a byte vector); others use the scalar twins. */
+    private static final boolean SUPPORTED = L >= 8 && L <= GROUP && GROUP % L == 0;
+    private static final VectorSpecies<Byte> B =
+            VectorSpecies.of(byte.class, VectorShape.forBitSize(SUPPORTED ? L * 8 : 64));
+    private static final boolean L16 = L == 16;
 
     @SuppressWarnings("unchecked")
     private static final VectorShuffle<Byte>[] LO = new VectorShuffle[6];
@@ -35,22 +42,34 @@ final class VectorDecode {
     @SuppressWarnings("unchecked")
     private static final VectorMask<Byte>[] LOAD = new VectorMask[6];
     private static final IntVector[] SHIFT = new IntVector[6];
+    /** Per-lane shifts of the 16-lane word unpacking: b·(i mod 8), or 2i for 2-bit codes (one 32-bit word). */
+    private static final IntVector[] SHIFT16 = new IntVector[6];
+    private static final VectorMask<Integer> UPPER8;
     /** Centroid tables as int vectors of float bits, [bits][0 or 1]; null when they do not fit in two vectors. */
     private static final IntVector[][] TABLE = new IntVector[9][];
 
     static {
-        for (int b = 2; b <= 5; b++) {
+        for (int b = 2; b <= 5 && SUPPORTED; b++) {
             int bits = b;
-            LO[b] = VectorShuffle.fromOp(B, i -> i < L ? (bits * i) >> 3 : 0);
-            HI[b] = VectorShuffle.fromOp(B, i -> i < L ? Math.min(L - 1, ((bits * i) >> 3) + 1) : 0);
+            LO[b] = VectorShuffle.fromOp(B, i -> (bits * i) >> 3);
+            HI[b] = VectorShuffle.fromOp(B, i -> Math.min(L - 1, ((bits * i) >> 3) + 1));
             LOAD[b] = B.indexInRange(0, L * b / 8);
             int[] sh = new int[L];
             for (int i = 0; i < L; i++) {
                 sh[i] = (b * i) & 7;
             }
             SHIFT[b] = IntVector.fromArray(I, sh, 0);
+            for (int i = 0; i < L; i++) {
+                sh[i] = b == 2 ? b * i : b * (i % 8);
+            }
+            SHIFT16[b] = IntVector.fromArray(I, sh, 0);
         }
-        for (int b : TurboConstants.V_BITS) {
+        boolean[] upper = new boolean[L];
+        for (int i = 8; i < L; i++) {
+            upper[i] = true;
+        }
+        UPPER8 = VectorMask.fromArray(I, upper, 0);
+        for (int b : SUPPORTED ? TurboConstants.V_BITS : new int[0]) {
             float[] c = TurboConstants.centroidsShared(b);
             if (c.length <= 2 * L) {
                 int[] t = new int[2 * L];
@@ -65,65 +84,99 @@ final class VectorDecode {
     private VectorDecode() {
     }
 
-    /** L codes of {@code bits} (2…5) bits starting at byte {@code off}, unsigned. */
-    private static IntVector unpack(MemorySegment src, long off, int bits) {
-        ByteVector bv = ByteVector.fromMemorySegment(B, src, off, ByteOrder.LITTLE_ENDIAN, LOAD[bits]);
-        IntVector word = (IntVector) bv.rearrange(LO[bits]).convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
-        if (bits == 3 || bits == 5) {
-            IntVector hi = (IntVector) bv.rearrange(HI[bits]).convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
-            word = word.or(hi.lanewise(VectorOperators.LSHL, 8));
-        }
-        return word.lanewise(VectorOperators.LSHR, SHIFT[bits]).and((1 << bits) - 1);
-    }
-
+    /** out[outOff+i] = fl32(fl32(code_i + zero_g)·scale_g). */
     static void decodeKey(TurboLayout lay, MemorySegment src, long base, float[] out, int outOff) {
-        if (L > GROUP || GROUP % L != 0) {
+        if (!SUPPORTED) {
             KeyCodec.decodeScalar(lay, src, base, out, outOff);
             return;
         }
         KeyQuant q = lay.keyQuant();
         int bits = q.bits();
+        boolean signed = q.signed();
         long codes = base + lay.keyCodesOffset();
         long scales = base + lay.keyScalesOffset();
         long zeros = base + lay.keyZerosOffset();
+        int mask = (1 << bits) - 1;
+        boolean words = L16 && bits <= 4;
         for (int g = 0, n = lay.groups(); g < n; g++) {
-            float scale = CodePacking.readFp16(src, scales + 2L * g);
-            float zero = CodePacking.readFp16(src, zeros + 2L * g);
+            float scale = Float.float16ToFloat(src.get(CodePacking.LE_SHORT, scales + 2L * g));
+            float zero = Float.float16ToFloat(src.get(CodePacking.LE_SHORT, zeros + 2L * g));
             for (int j = 0; j < GROUP; j += L) {
                 int e = g * GROUP + j;
                 long at = codes + (long) e * bits / 8;
                 FloatVector f;
                 if (bits == 8) {
                     ByteVector bv = ByteVector.fromMemorySegment(B, src, at, ByteOrder.LITTLE_ENDIAN);
-                    f = q.signed()
+                    f = signed
                             ? (FloatVector) bv.convertShape(VectorOperators.B2F, F, 0)
                             : (FloatVector) bv.convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0)
                                     .convert(VectorOperators.I2F, 0);
                 } else {
-                    f = (FloatVector) unpack(src, at, bits).convert(VectorOperators.I2F, 0);
+                    IntVector w;
+                    if (words) {
+                        if (bits == 2) {
+                            w = IntVector.broadcast(I, src.get(CodePacking.LE_INT, at));
+                        } else {
+                            long word = src.get(CodePacking.LE_LONG, at); // 4 bits: 16 codes = 8 bytes exactly
+                            w = IntVector.broadcast(I, (int) word).blend((int) (word >>> 32), UPPER8);
+                        }
+                        w = w.lanewise(VectorOperators.LSHR, SHIFT16[bits]);
+                    } else {
+                        ByteVector bv = ByteVector.fromMemorySegment(B, src, at, ByteOrder.LITTLE_ENDIAN, LOAD[bits]);
+                        w = (IntVector) bv.rearrange(LO[bits]).convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
+                        IntVector hi = (IntVector) bv.rearrange(HI[bits])
+                                .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
+                        w = w.or(hi.lanewise(VectorOperators.LSHL, 8)).lanewise(VectorOperators.LSHR, SHIFT[bits]);
+                    }
+                    f = (FloatVector) w.and(mask).convert(VectorOperators.I2F, 0);
                 }
                 f.add(zero).mul(scale).intoArray(out, outOff + e);
             }
         }
     }
 
+    /** out[outOff+i] = fl32(c[code_i]·scale_g). */
     static void decodeValueRotated(TurboLayout lay, float[] centroids, MemorySegment src, long base, float[] out,
             int outOff) {
         int bits = lay.vBits();
         IntVector[] table = TABLE[bits];
-        if (L > GROUP || GROUP % L != 0 || table == null || bits == 8) {
+        if (!SUPPORTED || table == null || bits == 8) {
             decodeValueRotatedTable(lay, centroids, src, base, out, outOff);
             return;
         }
+        IntVector t0 = table[0];
+        IntVector t1 = table[1];
         boolean two = (1 << bits) > L;
+        boolean words = L16 && bits <= 4;
+        int mask = (1 << bits) - 1;
         long codes = base + lay.valueCodesOffset();
         long scales = base + lay.valueScalesOffset();
         for (int g = 0, n = lay.groups(); g < n; g++) {
-            float scale = CodePacking.readFp16(src, scales + 2L * g);
+            float scale = Float.float16ToFloat(src.get(CodePacking.LE_SHORT, scales + 2L * g));
             for (int j = 0; j < GROUP; j += L) {
                 int e = g * GROUP + j;
-                IntVector idx = unpack(src, codes + (long) e * bits / 8, bits);
-                IntVector c = two ? idx.selectFrom(table[0], table[1]) : idx.selectFrom(table[0]);
+                long at = codes + (long) e * bits / 8;
+                IntVector w;
+                if (words) {
+                    if (bits == 2) {
+                        w = IntVector.broadcast(I, src.get(CodePacking.LE_INT, at));
+                    } else if (bits == 4) {
+                        long word = src.get(CodePacking.LE_LONG, at);
+                        w = IntVector.broadcast(I, (int) word).blend((int) (word >>> 32), UPPER8);
+                    } else { // 3 bits: 16 codes = 6 bytes; lanes 8-15 start at bit 24
+                        int lo = src.get(CodePacking.LE_INT, at);
+                        int hi = (lo >>> 24) | (src.get(CodePacking.LE_SHORT, at + 4) & 0xFFFF) << 8;
+                        w = IntVector.broadcast(I, lo).blend(hi, UPPER8);
+                    }
+                    w = w.lanewise(VectorOperators.LSHR, SHIFT16[bits]);
+                } else {
+                    ByteVector bv = ByteVector.fromMemorySegment(B, src, at, ByteOrder.LITTLE_ENDIAN, LOAD[bits]);
+                    w = (IntVector) bv.rearrange(LO[bits]).convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
+                    IntVector hi = (IntVector) bv.rearrange(HI[bits]).convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
+                    w = w.or(hi.lanewise(VectorOperators.LSHL, 8)).lanewise(VectorOperators.LSHR, SHIFT[bits]);
+                }
+                IntVector idx = w.and(mask);
+                IntVector c = two ? idx.selectFrom(t0, t1) : idx.selectFrom(t0);
                 c.reinterpretAsFloats().mul(scale).intoArray(out, outOff + e);
             }
         }
@@ -139,7 +192,7 @@ final class VectorDecode {
         long codes = base + lay.valueCodesOffset();
         long scales = base + lay.valueScalesOffset();
         for (int g = 0, n = lay.groups(); g < n; g++) {
-            float scale = CodePacking.readFp16(src, scales + 2L * g);
+            float scale = Float.float16ToFloat(src.get(CodePacking.LE_SHORT, scales + 2L * g));
             int o = g * GROUP;
             for (int i = 0; i < GROUP; i++) {
                 out[outOff + o + i] = c[src.get(ValueLayout.JAVA_BYTE, codes + o + i) & 0xFF] * scale;
