@@ -39,8 +39,11 @@ final class KeyCodec {
     private KeyCodec() {
     }
 
-    /** Encodes k[kOff, kOff+headDim) into the layout's K codes, K scales and K zeros of the entry at {@code base}. */
-    static void encode(TurboLayout lay, float[] k, int kOff, MemorySegment dst, long base) {
+    /**
+     * Encodes k[kOff, kOff+headDim) into the layout's K codes, K scales and K zeros of the entry at {@code base};
+     * {@code t} is scratch of at least 32 floats.
+     */
+    static void encode(TurboLayout lay, float[] k, int kOff, MemorySegment dst, long base, float[] t) {
         KeyQuant q = lay.keyQuant();
         int bits = q.bits();
         int lo = q.minCode();
@@ -84,17 +87,23 @@ final class KeyCodec {
             }
             CodePacking.writeFp16(dst, scales + 2L * g, scale);
             CodePacking.writeFp16(dst, zeros + 2L * g, zero);
+            // Codes of the group as float32 values t = q − z (exact integers after rint), one rule per group.
+            if (rule == CANONICAL) {
+                for (int i = 0; i < GROUP; i++) {
+                    t[i] = Fp16.round(Fp16.round(k[x0 + i]) / scale) - zero;
+                }
+            } else if (rule == CONSTANT) {
+                java.util.Arrays.fill(t, 0, GROUP, 0f);
+            } else {
+                for (int i = 0; i < GROUP; i++) {
+                    t[i] = Fp16.roundSaturating(k[x0 + i]) / scale - zero;
+                }
+            }
             long p = codes + (long) g * GROUP * bits / 8;
             for (int j = 0; j < GROUP; j += 8) {
                 long word = 0;
                 for (int i = 0; i < 8; i++) {
-                    float xi = k[x0 + j + i];
-                    float t = switch (rule) {
-                        case CANONICAL -> Fp16.round(Fp16.round(xi) / scale) - zero;
-                        case CONSTANT -> 0f;
-                        default -> Fp16.roundSaturating(xi) / scale - zero;
-                    };
-                    int r = Math.clamp((long) Math.rint(t), lo, hi);
+                    int r = (int) Math.max(lo, Math.min(hi, (long) Math.rint(t[j + i])));
                     word |= (long) (r & codeMask) << (i * bits);
                 }
                 CodePacking.writeEight(dst, p, word, bits);

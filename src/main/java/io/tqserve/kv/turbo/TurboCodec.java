@@ -91,7 +91,7 @@ public final class TurboCodec implements KvCodec {
     /** Encodes only the key sections (K codes, K scales, K zeros) of the entry at dst[off]. */
     public void encodeKey(float[] k, int kOff, MemorySegment dst, long off) {
         checkEntry(dst, off);
-        KeyCodec.encode(layout, k, kOff, dst, off);
+        KeyCodec.encode(layout, k, kOff, dst, off, SCRATCH.get());
     }
 
     /** out[outOff+i] = fl32(fl32(code_i + zero_g)·scale_g), i < headDim. */

@@ -98,7 +98,20 @@ final class VectorDecode {
         long zeros = base + lay.keyZerosOffset();
         int mask = (1 << bits) - 1;
         boolean words = L16 && bits <= 4;
-        for (int g = 0, n = lay.groups(); g < n; g++) {
+        int n = lay.groups();
+        if (bits == 8 && signed) { // the default k8 layout: one byte → one float per lane
+            for (int g = 0; g < n; g++) {
+                float scale = Float.float16ToFloat(src.get(CodePacking.LE_SHORT, scales + 2L * g));
+                float zero = Float.float16ToFloat(src.get(CodePacking.LE_SHORT, zeros + 2L * g));
+                for (int j = 0; j < GROUP; j += L) {
+                    int e = g * GROUP + j;
+                    ((FloatVector) ByteVector.fromMemorySegment(B, src, codes + e, ByteOrder.LITTLE_ENDIAN)
+                            .convertShape(VectorOperators.B2F, F, 0)).add(zero).mul(scale).intoArray(out, outOff + e);
+                }
+            }
+            return;
+        }
+        for (int g = 0; g < n; g++) {
             float scale = Float.float16ToFloat(src.get(CodePacking.LE_SHORT, scales + 2L * g));
             float zero = Float.float16ToFloat(src.get(CodePacking.LE_SHORT, zeros + 2L * g));
             for (int j = 0; j < GROUP; j += L) {
