@@ -26,9 +26,11 @@ import reactor.core.scheduler.Scheduler;
 /**
  * {@code POST /v1/chat/completions} and {@code POST /v1/completions}: parse and validate on the event loop
  * (cheap), render and tokenize on the API scheduler, route, submit to the lane, then stream SSE frames or
- * collect one JSON body. Lane events are moved onto the API scheduler before they are encoded, so neither the
- * lane threads nor the Netty event loop serialize JSON. Cancelling the response (client gone) cancels the lane's
- * Flux, which cancels the sequence and frees its KV memory.
+ * collect one JSON body. A streamed token is encoded (a few microseconds of JSON) on the lane thread that emitted
+ * it and handed straight to Netty: one more thread hop per token cost more CPU on a small machine than the
+ * encoding itself (docs/benchmarks.md). A non-streamed body is assembled on the API scheduler. Nothing here runs
+ * on the Netty event loop but parsing. Cancelling the response (client gone) cancels the lane's Flux, which
+ * cancels the sequence and frees its KV memory.
  */
 @Component
 public final class GenerationHandler {
@@ -139,10 +141,13 @@ public final class GenerationHandler {
         }
         ResponseAssembler asm = new ResponseAssembler(r.endpoint(), id, created, model, fingerprint, r.logprobs(),
                 loaded.model().tokenizer(), p.echoText());
-        return events.publishOn(scheduler)
-                .doOnNext(timing::on)
-                .doOnNext(asm::on)
-                .then(Mono.fromCallable(asm::json))
+        return events.doOnNext(timing::on)
+                .collectList()
+                .publishOn(scheduler)
+                .map(all -> {
+                    all.forEach(asm::on);
+                    return asm.json();
+                })
                 .doFinally(s -> timing.end())
                 .flatMap(json -> ok.contentType(MediaType.APPLICATION_JSON)
                         .bodyValue(json.getBytes(StandardCharsets.UTF_8)));
@@ -159,13 +164,13 @@ public final class GenerationHandler {
         long every = settings.keepAliveInterval().toNanos();
         Flux<String> main = Flux.concat(
                 Flux.fromIterable(enc.start(echoText)),
-                events.publishOn(scheduler)
-                        .doOnNext(timing::on)
+                events.doOnNext(timing::on)
                         .concatMapIterable(enc::on)
                         .onErrorResume(e -> Flux.just(enc.error("generation failed: " + e.getMessage(),
                                 "server_error"))),
                 Flux.just(StreamEncoder.DONE));
         Flux<String> keepAlive = Flux.interval(settings.keepAliveInterval())
+                .onBackpressureDrop() // a client that stops reading must not make the timer fail the stream
                 .filter(tick -> System.nanoTime() - lastFrame.get() >= every)
                 .map(tick -> StreamEncoder.KEEP_ALIVE);
         return Flux.merge(main, keepAlive)

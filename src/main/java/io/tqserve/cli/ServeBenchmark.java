@@ -10,6 +10,9 @@ import io.tqserve.routing.ServingRuntime;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.OutputStream;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadInfo;
+import java.lang.management.ThreadMXBean;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -69,7 +72,22 @@ final class ServeBenchmark {
             for (int c : new int[] {8, 4, 2, 1}) {
                 streams(lane, model, c, 48);
             }
-            overHttp(port, 48);
+            // The HTTP path runs once per token: give the JIT ~8000 of them (8 concurrent streams, twice).
+            for (int i = 0; i < 2; i++) {
+                List<Thread> warm = new ArrayList<>();
+                for (int c = 0; c < 8; c++) {
+                    warm.add(Thread.ofPlatform().start(() -> {
+                        try {
+                            overHttp(port, 512);
+                        } catch (Exception e) {
+                            throw new IllegalStateException(e);
+                        }
+                    }));
+                }
+                for (Thread t : warm) {
+                    t.join();
+                }
+            }
 
             System.out.println();
             System.out.println("batched lane, aggregate decode tok/s (lane driven directly):");
@@ -90,14 +108,49 @@ final class ServeBenchmark {
             System.out.println("one stream, decode tok/s: HTTP (SSE over loopback) vs the lane alone:");
             double engine = 0;
             double http = 0;
+            long[] cpu = new long[3];
             for (int r = 0; r < rounds; r++) {
                 engine = Math.max(engine, streams(lane, model, 1, tokens));
+                long[] before = cpuByRole();
                 http = Math.max(http, overHttp(port, tokens));
+                long[] after = cpuByRole();
+                for (int i = 0; i < 3; i++) {
+                    cpu[i] += after[i] - before[i];
+                }
             }
             System.out.printf("lane alone  %7.1f tok/s%nover HTTP   %7.1f tok/s%nloss        %6.1f %%%n", engine, http,
                     100 * (1 - http / engine));
+            long n = (long) rounds * tokens;
+            System.out.printf("CPU per streamed token: engine (lane + kernel threads) %.0f us, server HTTP path "
+                    + "(API scheduler, Netty, timers) %.0f us, client reader %.0f us; %d cores%n", cpu[0] / 1e3 / n,
+                    cpu[1] / 1e3 / n, cpu[2] / 1e3 / n, Runtime.getRuntime().availableProcessors());
         }
         return 0;
+    }
+
+    /** CPU nanoseconds so far of the engine's threads, the server's other threads, and this (client) thread. */
+    static long[] cpuByRole() {
+        ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+        long[] out = new long[3];
+        long self = Thread.currentThread().threadId();
+        for (ThreadInfo ti : mx.getThreadInfo(mx.getAllThreadIds())) {
+            if (ti == null) {
+                continue;
+            }
+            long t = mx.getThreadCpuTime(ti.getThreadId());
+            if (t < 0) {
+                continue;
+            }
+            String name = ti.getThreadName();
+            int role = ti.getThreadId() == self ? 2
+                    : name.startsWith("tqserve-batched-lane") || name.startsWith("tqserve-turbo-lane")
+                            || name.startsWith("tqserve-kernel") ? 0 : 1;
+            out[role] += t;
+            if (role == 1 && System.getProperty("tqserve.bench.debug") != null) {
+                System.out.println("  cpu " + name + " " + t / 1000000 + " ms");
+            }
+        }
+        return out;
     }
 
     /** Runs {@code c} greedy streams at once; returns the aggregate tok/s while all of them decode. */
