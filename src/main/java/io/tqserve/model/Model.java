@@ -8,6 +8,7 @@ import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -45,14 +46,19 @@ public final class Model implements AutoCloseable {
         GenerationConfig generation = GenerationConfig.load(dir, config.eosTokenIds());
         Safetensors st = Safetensors.open(dir);
         Tokenizer tokenizer = null;
+        Transformer transformer = null;
         try {
-            Transformer transformer = new Transformer(config, ModelWeights.load(st, config), backend);
+            List<Path> weightFiles = st.headers().keySet().stream().map(dir::resolve).toList();
+            transformer = new Transformer(config, ModelWeights.load(st, config), backend, weightFiles);
             tokenizer = Tokenizer.load(dir);
             ChatTemplate template = ChatTemplate.load(dir).orElse(null);
             return new Model(dir, config, generation, st, transformer, tokenizer, template, fingerprint(dir, st));
         } catch (IOException | RuntimeException e) {
             if (tokenizer != null) {
                 tokenizer.close();
+            }
+            if (transformer != null) {
+                transformer.close();
             }
             st.close();
             throw e;
@@ -111,6 +117,7 @@ public final class Model implements AutoCloseable {
 
     @Override
     public void close() {
+        transformer.close();
         tokenizer.close();
         safetensors.close();
     }

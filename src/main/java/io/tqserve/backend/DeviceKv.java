@@ -1,0 +1,39 @@
+package io.tqserve.backend;
+
+/**
+ * A bf16 KV cache held by a backend's device (MLX arrays), for all layers of one sequence. The contract of
+ * {@link #attend}, {@link #advance} and {@link #truncate} is the KV-cache contract of {@code kv.KvCache}: a
+ * fresh prefill (empty cache) attends over its own full-precision K/V, then stores them; every later step
+ * stores first and attends over what the cache holds.
+ */
+public interface DeviceKv extends AutoCloseable {
+    /** Committed tokens. */
+    int length();
+
+    /** Most tokens the cache may hold. */
+    int maxTokens();
+
+    /** Bytes the device holds for this cache (committed tokens plus the unused tail of the allocation). */
+    long bytesAllocated();
+
+    /**
+     * Attention of layer {@code layer} for {@code rows} new tokens from Java arrays (the Java forward on a device
+     * backend); stores their K/V.
+     *
+     * @param q   (N, numHeads·headDim), RoPE applied
+     * @param k   (N, kvDim), RoPE applied
+     * @param v   (N, kvDim)
+     * @param out (N, numHeads·headDim) written for rows [rowOffset, rowOffset+rows)
+     */
+    void attend(int layer, int rowOffset, int rows, float[] q, float[] k, float[] v, float[] out);
+
+    /** Commits the {@code rows} tokens the last forward pass stored in every layer. */
+    void advance(int rows);
+
+    /** Drops every token from {@code tokens} on. */
+    void truncate(int tokens);
+
+    /** Frees the device memory. Idempotent. */
+    @Override
+    void close();
+}
