@@ -30,6 +30,19 @@ public interface DeviceKv extends AutoCloseable {
     /** Commits the {@code rows} tokens the last forward pass stored in every layer. */
     void advance(int rows);
 
+    /**
+     * Copies tokens [from, from+count) of one layer to {@code dst} as (count, numKvHeads, 2·headDim) bf16
+     * little-endian: per token and head, headDim K values then headDim V values (the bf16 scheme's canonical
+     * entry format of {@code kv.KvCache#exportLayer}).
+     */
+    void exportLayer(int layer, int from, int count, java.lang.foreign.MemorySegment dst);
+
+    /**
+     * Stores {@code count} tokens of one layer from {@code src} (the {@link #exportLayer} format) at positions
+     * length() .. length()+count-1; {@link #advance}(count) commits them once every layer is imported.
+     */
+    void importLayer(int layer, int count, java.lang.foreign.MemorySegment src);
+
     /** Drops every token from {@code tokens} on. */
     void truncate(int tokens);
 

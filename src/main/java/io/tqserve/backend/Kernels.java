@@ -12,6 +12,17 @@ public interface Kernels {
     /** Σ a[aOff+i]·b[bOff+i], i < n. */
     float dot(float[] a, int aOff, float[] b, int bOff, int n);
 
+    /**
+     * Four dot products of rows w0..w3 (each n long, at offsets wOff + q·wStride of w) with x[xOff, xOff+n), into
+     * out[0..3]. Each result is bit-identical to {@link #dot} of that row: register blocking for prefill must not
+     * change a sequence's numbers.
+     */
+    default void dot4(float[] w, int wOff, int wStride, float[] x, int xOff, int n, float[] out) {
+        for (int q = 0; q < 4; q++) {
+            out[q] = dot(w, wOff + q * wStride, x, xOff, n);
+        }
+    }
+
     /** Σ w[row, i]·x[xOff+i], i < w.cols(): the matrix row is read straight from its off-heap bytes. */
     float dotRow(Matrix w, int row, float[] x, int xOff);
 

@@ -30,12 +30,16 @@ final class GenerateCommand {
     }
 
     static int run(String[] args) throws Exception {
+        return run(args, new PrintStream(System.out, true, StandardCharsets.UTF_8), System.err);
+    }
+
+    /** Runs the verb writing the generated text to {@code out} and diagnostics to {@code err}. */
+    static int run(String[] args, PrintStream out, PrintStream err) throws Exception {
         CliArgs a = new CliArgs(args, 1, Set.of("--prompt", "--model", "--max-tokens", "--temperature", "--seed",
                 "--top-p", "--top-k", "--kv", "--threads", "--backend", "--mlx-library"), Set.of("--chat"));
         String prompt = a.require("--prompt");
         Path modelDir = Path.of(a.get("--model", TqserveMain.DEFAULT_MODEL));
         KvScheme scheme = KvScheme.parse(a.get("--kv", "bf16"));
-        PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
         BackendSelector.Selection selection;
         try {
             selection = BackendSelector.select(a.get("--backend", "auto"), a.getInt("--threads", 0),
@@ -43,11 +47,11 @@ final class GenerateCommand {
         } catch (IllegalStateException e) {
             throw new IllegalArgumentException(e.getMessage(), e);
         }
-        System.err.println("tqserve: " + selection.reason());
+        err.println("tqserve: " + selection.reason());
         try (ComputeBackend backend = selection.backend();
                 Model model = Model.load(modelDir, backend)) {
             String device = model.transformer().deviceDescription();
-            System.err.println("tqserve: " + (device != null ? device : backend.name() + " Java forward") + "; model "
+            err.println("tqserve: " + (device != null ? device : backend.name() + " Java forward") + "; model "
                     + model.config().architecture().hfName()
                     + " (" + model.config().numLayers() + " layers, head_dim " + model.config().headDim() + "); KV "
                     + scheme.id());
@@ -101,12 +105,12 @@ final class GenerateCommand {
                     out.println(); // only for a terminal: piped output is exactly the generated text
                 }
                 if (failure[0] != null) {
-                    System.err.println("tqserve: generation failed: " + failure[0]);
+                    err.println("tqserve: generation failed: " + failure[0]);
                     return 1;
                 }
                 double prefillS = ((firstToken[0] == 0 ? t1 : firstToken[0]) - t0) / 1e9;
                 double decodeS = (t1 - (firstToken[0] == 0 ? t1 : firstToken[0])) / 1e9;
-                System.err.printf("tqserve: prompt %d tokens, %.1f tok/s; decode %d tokens, %.1f tok/s%n", ids.length,
+                err.printf("tqserve: prompt %d tokens, %.1f tok/s; decode %d tokens, %.1f tok/s%n", ids.length,
                         ids.length / prefillS, generated[0], generated[0] > 1 ? (generated[0] - 1) / decodeS : 0.0);
             }
         }

@@ -76,6 +76,43 @@ public abstract class AbstractKvCache implements KvCache {
         }
     }
 
+    @Override
+    public final void importLayer(int layer, int count, java.lang.foreign.MemorySegment src) {
+        if (closed) {
+            throw new IllegalStateException("KV cache is closed");
+        }
+        if (length + count > maxTokens) {
+            throw new IllegalStateException("KV cache holds at most " + maxTokens + " tokens; " + (length + count)
+                    + " requested");
+        }
+        long need = (long) count * shape.numKvHeads() * layout.bytesPerTokenPerHead();
+        if (src.byteSize() < need) {
+            throw new IllegalArgumentException("import of " + count + " tokens needs " + need + " bytes, got "
+                    + src.byteSize());
+        }
+        if (pending >= 0 && pending != count) {
+            throw new IllegalStateException("layers of one import disagree on tokens: " + pending + " vs " + count);
+        }
+        pending = count;
+        ensureCapacity(length + count);
+        importEntries(layer, count, src);
+    }
+
+    @Override
+    public final void exportLayer(int layer, int from, int count, java.lang.foreign.MemorySegment dst) {
+        if (from < 0 || count < 0 || from + count > length) {
+            throw new IllegalArgumentException("export of tokens [" + from + ", " + (from + count) + ") from a cache of "
+                    + length);
+        }
+        exportEntries(layer, from, count, dst);
+    }
+
+    /** Writes entries of tokens length()..length()+count-1 of layer from src (canonical format). */
+    protected abstract void importEntries(int layer, int count, java.lang.foreign.MemorySegment src);
+
+    /** Reads entries of tokens [from, from+count) of layer into dst (canonical format). */
+    protected abstract void exportEntries(int layer, int from, int count, java.lang.foreign.MemorySegment dst);
+
     /** True for every scheme: a fresh prefill attends over its own unquantized K/V. */
     protected boolean attendsFreshPrefillInFullPrecision() {
         return true;

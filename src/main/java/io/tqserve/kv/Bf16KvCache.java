@@ -68,6 +68,34 @@ public final class Bf16KvCache extends AbstractKvCache {
         }
     }
 
+    @Override
+    protected void importEntries(int layer, int count, MemorySegment src) {
+        long half = (long) shape.headDim() * 2;
+        for (int t = 0; t < count; t++) {
+            int pos = length + t;
+            for (int g = 0; g < shape.numKvHeads(); g++) {
+                long entry = ((long) t * shape.numKvHeads() + g) * 2 * half;
+                long within = (long) (pos % CHUNK) * half;
+                MemorySegment.copy(src, entry, block(pos / CHUNK, layer, 0, g).data(), within, half);
+                MemorySegment.copy(src, entry + half, block(pos / CHUNK, layer, 1, g).data(), within, half);
+            }
+        }
+    }
+
+    @Override
+    protected void exportEntries(int layer, int from, int count, MemorySegment dst) {
+        long half = (long) shape.headDim() * 2;
+        for (int t = 0; t < count; t++) {
+            int pos = from + t;
+            for (int g = 0; g < shape.numKvHeads(); g++) {
+                long entry = ((long) t * shape.numKvHeads() + g) * 2 * half;
+                long within = (long) (pos % CHUNK) * half;
+                MemorySegment.copy(block(pos / CHUNK, layer, 0, g).data(), within, dst, entry, half);
+                MemorySegment.copy(block(pos / CHUNK, layer, 1, g).data(), within, dst, entry + half, half);
+            }
+        }
+    }
+
     /** Round to nearest even bfloat16 (NaN stays NaN). */
     static short toBf16(float f) {
         int bits = Float.floatToRawIntBits(f);

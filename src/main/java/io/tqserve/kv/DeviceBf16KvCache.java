@@ -64,6 +64,26 @@ public final class DeviceBf16KvCache implements KvCache {
     }
 
     @Override
+    public void exportLayer(int layer, int from, int count, java.lang.foreign.MemorySegment dst) {
+        long need = (long) count * shape.numKvHeads() * layout.bytesPerTokenPerHead();
+        if (dst.byteSize() < need) {
+            throw new IllegalArgumentException("export of " + count + " tokens needs " + need + " bytes, got "
+                    + dst.byteSize());
+        }
+        device.exportLayer(layer, from, count, dst.asSlice(0, need));
+    }
+
+    @Override
+    public void importLayer(int layer, int count, java.lang.foreign.MemorySegment src) {
+        long need = (long) count * shape.numKvHeads() * layout.bytesPerTokenPerHead();
+        if (src.byteSize() < need) {
+            throw new IllegalArgumentException("import of " + count + " tokens needs " + need + " bytes, got "
+                    + src.byteSize());
+        }
+        device.importLayer(layer, count, src.asSlice(0, need));
+    }
+
+    @Override
     public void truncate(int tokens) {
         device.truncate(tokens);
     }

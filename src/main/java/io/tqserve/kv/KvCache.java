@@ -45,6 +45,20 @@ public interface KvCache extends AutoCloseable {
     /** Commits the {@code rows} tokens the last forward pass stored in every layer. */
     void advance(int rows);
 
+    /**
+     * Copies tokens [from, from+count) of one layer to {@code dst} in the scheme's canonical entry format:
+     * (count, numKvHeads, {@code layout().bytesPerTokenPerHead()}) bytes, token-major. The entry of one token and
+     * head is the codec's per-token-per-head entry (for bf16: head_dim K values then head_dim V values, bf16
+     * little-endian). Used by snapshots and the prompt cache.
+     */
+    void exportLayer(int layer, int from, int count, java.lang.foreign.MemorySegment dst);
+
+    /**
+     * Stores {@code count} tokens of one layer from {@code src} (the {@link #exportLayer} format) at positions
+     * length() .. length()+count-1. After every layer has been imported, {@link #advance}(count) commits them.
+     */
+    void importLayer(int layer, int count, java.lang.foreign.MemorySegment src);
+
     /** Drops every token from {@code tokens} on (prefix reuse); keeps the allocation. */
     void truncate(int tokens);
 

@@ -73,7 +73,7 @@ public final class CpuBackend implements ComputeBackend {
         int outDim = w.rows();
         int inDim = w.cols();
         int blocks = Math.max(1, Math.min(outDim / 8, pool.threads() * 8));
-        int per = (outDim + blocks - 1) / blocks;
+        int per = ((outDim + blocks - 1) / blocks + 3) / 4 * 4; // whole 4-row blocks for the prefill kernel
         int nBlocks = (outDim + per - 1) / per;
         pool.parallelFor(nBlocks, b -> {
             int from = b * per;
@@ -84,11 +84,27 @@ public final class CpuBackend implements ComputeBackend {
                 }
                 return;
             }
-            float[] wRow = scratch(inDim);
-            for (int j = from; j < to; j++) {
-                kernels.decodeRow(w, j, wRow, 0); // each weight row is read once for all activation rows
+            float[] wRows = scratch(4 * inDim);
+            float[] four = new float[4];
+            int j = from;
+            for (; j + 4 <= to; j += 4) {
+                // four weight rows decoded once, then register-blocked against every activation row
+                for (int q = 0; q < 4; q++) {
+                    kernels.decodeRow(w, j + q, wRows, q * inDim);
+                }
                 for (int r = 0; r < rows; r++) {
-                    out[r * outDim + j] = kernels.dot(wRow, 0, x, r * inDim, inDim);
+                    kernels.dot4(wRows, 0, inDim, x, r * inDim, inDim, four);
+                    int o = r * outDim + j;
+                    out[o] = four[0];
+                    out[o + 1] = four[1];
+                    out[o + 2] = four[2];
+                    out[o + 3] = four[3];
+                }
+            }
+            for (; j < to; j++) {
+                kernels.decodeRow(w, j, wRows, 0);
+                for (int r = 0; r < rows; r++) {
+                    out[r * outDim + j] = kernels.dot(wRows, 0, x, r * inDim, inDim);
                 }
             }
         });

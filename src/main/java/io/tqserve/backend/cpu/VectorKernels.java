@@ -18,6 +18,9 @@ import jdk.incubator.vector.VectorSpecies;
  * memory-mapped weights, so a decode step streams each weight byte once.
  */
 public final class VectorKernels implements Kernels {
+    // The vector expressions are written out in every loop on purpose: a small helper method returning a vector
+    // is compiled on its own once hot, is then too big for C2 to inline (InlineSmallCode), and its result gets
+    // boxed on every call, which cuts the bandwidth of decode by up to 10x depending on compilation order.
     static final VectorSpecies<Float> F = FloatVector.SPECIES_PREFERRED;
     static final VectorSpecies<Integer> I = IntVector.SPECIES_PREFERRED;
     /** Shorts with as many lanes as F: half the bit size. */
@@ -27,6 +30,14 @@ public final class VectorKernels implements Kernels {
     private static final int L = F.length();
 
     private final ScalarKernels tail = new ScalarKernels();
+    /** Per-thread lane buffer for the sequential horizontal sum. */
+    private static final ThreadLocal<float[]> LANES = ThreadLocal.withInitial(() -> new float[L]);
+
+    /*
+     * Horizontal sums run lane 0 to lane L-1 in order, written out at each use (see above on helpers).
+     * {@code reduceLanes(ADD)} may sum in any order and does so differently when interpreted than when compiled, which made the same input give different bits
+     * before and after JIT warm-up; a fixed order keeps every result reproducible.
+     */
     private final ThreadLocal<float[]> f16Rows = new ThreadLocal<>();
 
     private float[] f16Scratch(int n) {
@@ -55,6 +66,7 @@ public final class VectorKernels implements Kernels {
      */
     @Override
     public float dot(float[] a, int aOff, float[] b, int bOff, int n) {
+        float[] lanes = LANES.get();
         int i = 0;
         FloatVector acc0 = FloatVector.zero(F);
         FloatVector acc1 = FloatVector.zero(F);
@@ -69,11 +81,89 @@ public final class VectorKernels implements Kernels {
         for (int bound = n - L; i <= bound; i += L) {
             acc0 = FloatVector.fromArray(F, a, aOff + i).fma(FloatVector.fromArray(F, b, bOff + i), acc0);
         }
-        float sum = acc0.add(acc1).add(acc2.add(acc3)).reduceLanes(VectorOperators.ADD);
+        acc0.add(acc1).add(acc2.add(acc3)).intoArray(lanes, 0);
+        float sum = 0f;
+        for (int k = 0; k < L; k++) {
+            sum += lanes[k];
+        }
         for (; i < n; i++) {
             sum += a[aOff + i] * b[bOff + i];
         }
         return sum;
+    }
+
+    @Override
+    public void dot4(float[] w, int wOff, int wStride, float[] x, int xOff, int n, float[] out) {
+        float[] lanes = LANES.get();
+        int o0 = wOff;
+        int o1 = wOff + wStride;
+        int o2 = wOff + 2 * wStride;
+        int o3 = wOff + 3 * wStride;
+        FloatVector a00 = FloatVector.zero(F), a01 = FloatVector.zero(F), a02 = FloatVector.zero(F), a03 = FloatVector.zero(F);
+        FloatVector a10 = FloatVector.zero(F), a11 = FloatVector.zero(F), a12 = FloatVector.zero(F), a13 = FloatVector.zero(F);
+        FloatVector a20 = FloatVector.zero(F), a21 = FloatVector.zero(F), a22 = FloatVector.zero(F), a23 = FloatVector.zero(F);
+        FloatVector a30 = FloatVector.zero(F), a31 = FloatVector.zero(F), a32 = FloatVector.zero(F), a33 = FloatVector.zero(F);
+        int i = 0;
+        for (int bound = n - 4 * L; i <= bound; i += 4 * L) {
+            FloatVector x0 = FloatVector.fromArray(F, x, xOff + i);
+            FloatVector x1 = FloatVector.fromArray(F, x, xOff + i + L);
+            FloatVector x2 = FloatVector.fromArray(F, x, xOff + i + 2 * L);
+            FloatVector x3 = FloatVector.fromArray(F, x, xOff + i + 3 * L);
+            a00 = FloatVector.fromArray(F, w, o0 + i).fma(x0, a00);
+            a01 = FloatVector.fromArray(F, w, o0 + i + L).fma(x1, a01);
+            a02 = FloatVector.fromArray(F, w, o0 + i + 2 * L).fma(x2, a02);
+            a03 = FloatVector.fromArray(F, w, o0 + i + 3 * L).fma(x3, a03);
+            a10 = FloatVector.fromArray(F, w, o1 + i).fma(x0, a10);
+            a11 = FloatVector.fromArray(F, w, o1 + i + L).fma(x1, a11);
+            a12 = FloatVector.fromArray(F, w, o1 + i + 2 * L).fma(x2, a12);
+            a13 = FloatVector.fromArray(F, w, o1 + i + 3 * L).fma(x3, a13);
+            a20 = FloatVector.fromArray(F, w, o2 + i).fma(x0, a20);
+            a21 = FloatVector.fromArray(F, w, o2 + i + L).fma(x1, a21);
+            a22 = FloatVector.fromArray(F, w, o2 + i + 2 * L).fma(x2, a22);
+            a23 = FloatVector.fromArray(F, w, o2 + i + 3 * L).fma(x3, a23);
+            a30 = FloatVector.fromArray(F, w, o3 + i).fma(x0, a30);
+            a31 = FloatVector.fromArray(F, w, o3 + i + L).fma(x1, a31);
+            a32 = FloatVector.fromArray(F, w, o3 + i + 2 * L).fma(x2, a32);
+            a33 = FloatVector.fromArray(F, w, o3 + i + 3 * L).fma(x3, a33);
+        }
+        for (int bound = n - L; i <= bound; i += L) {
+            FloatVector x0 = FloatVector.fromArray(F, x, xOff + i);
+            a00 = FloatVector.fromArray(F, w, o0 + i).fma(x0, a00);
+            a10 = FloatVector.fromArray(F, w, o1 + i).fma(x0, a10);
+            a20 = FloatVector.fromArray(F, w, o2 + i).fma(x0, a20);
+            a30 = FloatVector.fromArray(F, w, o3 + i).fma(x0, a30);
+        }
+        a00.add(a01).add(a02.add(a03)).intoArray(lanes, 0);
+        float s0 = 0f;
+        for (int k = 0; k < L; k++) {
+            s0 += lanes[k];
+        }
+        a10.add(a11).add(a12.add(a13)).intoArray(lanes, 0);
+        float s1 = 0f;
+        for (int k = 0; k < L; k++) {
+            s1 += lanes[k];
+        }
+        a20.add(a21).add(a22.add(a23)).intoArray(lanes, 0);
+        float s2 = 0f;
+        for (int k = 0; k < L; k++) {
+            s2 += lanes[k];
+        }
+        a30.add(a31).add(a32.add(a33)).intoArray(lanes, 0);
+        float s3 = 0f;
+        for (int k = 0; k < L; k++) {
+            s3 += lanes[k];
+        }
+        for (; i < n; i++) {
+            float xi = x[xOff + i];
+            s0 += w[o0 + i] * xi;
+            s1 += w[o1 + i] * xi;
+            s2 += w[o2 + i] * xi;
+            s3 += w[o3 + i] * xi;
+        }
+        out[0] = s0;
+        out[1] = s1;
+        out[2] = s2;
+        out[3] = s3;
     }
 
     @Override
@@ -91,13 +181,8 @@ public final class VectorKernels implements Kernels {
         };
     }
 
-    private static FloatVector bf16(MemorySegment seg, long byteOff) {
-        ShortVector s = ShortVector.fromMemorySegment(S, seg, byteOff, LE);
-        IntVector i = (IntVector) s.convertShape(VectorOperators.S2I, I, 0);
-        return i.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
-    }
-
     private static float dotBf16(MemorySegment seg, long base, float[] x, int xOff, int n) {
+        float[] lanes = LANES.get();
         int i = 0;
         FloatVector acc0 = FloatVector.zero(F);
         FloatVector acc1 = FloatVector.zero(F);
@@ -105,15 +190,19 @@ public final class VectorKernels implements Kernels {
         FloatVector acc3 = FloatVector.zero(F);
         for (int bound = n - 4 * L; i <= bound; i += 4 * L) {
             long b = base + 2L * i;
-            acc0 = bf16(seg, b).fma(FloatVector.fromArray(F, x, xOff + i), acc0);
-            acc1 = bf16(seg, b + 2L * L).fma(FloatVector.fromArray(F, x, xOff + i + L), acc1);
-            acc2 = bf16(seg, b + 4L * L).fma(FloatVector.fromArray(F, x, xOff + i + 2 * L), acc2);
-            acc3 = bf16(seg, b + 6L * L).fma(FloatVector.fromArray(F, x, xOff + i + 3 * L), acc3);
+            acc0 = ((IntVector) ShortVector.fromMemorySegment(S, seg, b, LE).convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(FloatVector.fromArray(F, x, xOff + i), acc0);
+            acc1 = ((IntVector) ShortVector.fromMemorySegment(S, seg, b + 2L * L, LE).convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(FloatVector.fromArray(F, x, xOff + i + L), acc1);
+            acc2 = ((IntVector) ShortVector.fromMemorySegment(S, seg, b + 4L * L, LE).convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(FloatVector.fromArray(F, x, xOff + i + 2 * L), acc2);
+            acc3 = ((IntVector) ShortVector.fromMemorySegment(S, seg, b + 6L * L, LE).convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(FloatVector.fromArray(F, x, xOff + i + 3 * L), acc3);
         }
         for (int bound = n - L; i <= bound; i += L) {
-            acc0 = bf16(seg, base + 2L * i).fma(FloatVector.fromArray(F, x, xOff + i), acc0);
+            acc0 = ((IntVector) ShortVector.fromMemorySegment(S, seg, base + 2L * i, LE).convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(FloatVector.fromArray(F, x, xOff + i), acc0);
         }
-        float sum = acc0.add(acc1).add(acc2.add(acc3)).reduceLanes(VectorOperators.ADD);
+        acc0.add(acc1).add(acc2.add(acc3)).intoArray(lanes, 0);
+        float sum = 0f;
+        for (int k = 0; k < L; k++) {
+            sum += lanes[k];
+        }
         for (; i < n; i++) {
             short bits = seg.get(io.tqserve.backend.Layouts.SHORT_LE, base + 2L * i);
             sum += Float.intBitsToFloat((bits & 0xFFFF) << 16) * x[xOff + i];
@@ -122,6 +211,7 @@ public final class VectorKernels implements Kernels {
     }
 
     private static float dotF32(MemorySegment seg, long base, float[] x, int xOff, int n) {
+        float[] lanes = LANES.get();
         int i = 0;
         FloatVector acc0 = FloatVector.zero(F);
         FloatVector acc1 = FloatVector.zero(F);
@@ -129,23 +219,23 @@ public final class VectorKernels implements Kernels {
         FloatVector acc3 = FloatVector.zero(F);
         for (int bound = n - 4 * L; i <= bound; i += 4 * L) {
             long b = base + 4L * i;
-            acc0 = f32(seg, b).fma(FloatVector.fromArray(F, x, xOff + i), acc0);
-            acc1 = f32(seg, b + 4L * L).fma(FloatVector.fromArray(F, x, xOff + i + L), acc1);
-            acc2 = f32(seg, b + 8L * L).fma(FloatVector.fromArray(F, x, xOff + i + 2 * L), acc2);
-            acc3 = f32(seg, b + 12L * L).fma(FloatVector.fromArray(F, x, xOff + i + 3 * L), acc3);
+            acc0 = FloatVector.fromMemorySegment(F, seg, b, LE).fma(FloatVector.fromArray(F, x, xOff + i), acc0);
+            acc1 = FloatVector.fromMemorySegment(F, seg, b + 4L * L, LE).fma(FloatVector.fromArray(F, x, xOff + i + L), acc1);
+            acc2 = FloatVector.fromMemorySegment(F, seg, b + 8L * L, LE).fma(FloatVector.fromArray(F, x, xOff + i + 2 * L), acc2);
+            acc3 = FloatVector.fromMemorySegment(F, seg, b + 12L * L, LE).fma(FloatVector.fromArray(F, x, xOff + i + 3 * L), acc3);
         }
         for (int bound = n - L; i <= bound; i += L) {
-            acc0 = f32(seg, base + 4L * i).fma(FloatVector.fromArray(F, x, xOff + i), acc0);
+            acc0 = FloatVector.fromMemorySegment(F, seg, base + 4L * i, LE).fma(FloatVector.fromArray(F, x, xOff + i), acc0);
         }
-        float sum = acc0.add(acc1).add(acc2.add(acc3)).reduceLanes(VectorOperators.ADD);
+        acc0.add(acc1).add(acc2.add(acc3)).intoArray(lanes, 0);
+        float sum = 0f;
+        for (int k = 0; k < L; k++) {
+            sum += lanes[k];
+        }
         for (; i < n; i++) {
             sum += seg.get(io.tqserve.backend.Layouts.FLOAT_LE, base + 4L * i) * x[xOff + i];
         }
         return sum;
-    }
-
-    private static FloatVector f32(MemorySegment seg, long byteOff) {
-        return FloatVector.fromMemorySegment(F, seg, byteOff, LE);
     }
 
     @Override
@@ -159,7 +249,7 @@ public final class VectorKernels implements Kernels {
         MemorySegment seg = w.data();
         int i = 0;
         for (int bound = n - L; i <= bound; i += L) {
-            bf16(seg, base + 2L * i).intoArray(dst, dOff + i);
+            ((IntVector) ShortVector.fromMemorySegment(S, seg, base + 2L * i, LE).convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().intoArray(dst, dOff + i);
         }
         for (; i < n; i++) {
             short bits = seg.get(io.tqserve.backend.Layouts.SHORT_LE, base + 2L * i);
@@ -179,7 +269,7 @@ public final class VectorKernels implements Kernels {
         FloatVector av = FloatVector.broadcast(F, a);
         int i = 0;
         for (int bound = n - L; i <= bound; i += L) {
-            bf16(seg, base + 2L * i).fma(av, FloatVector.fromArray(F, y, yOff + i)).intoArray(y, yOff + i);
+            ((IntVector) ShortVector.fromMemorySegment(S, seg, base + 2L * i, LE).convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(av, FloatVector.fromArray(F, y, yOff + i)).intoArray(y, yOff + i);
         }
         for (; i < n; i++) {
             short bits = seg.get(io.tqserve.backend.Layouts.SHORT_LE, base + 2L * i);

@@ -6,6 +6,7 @@ import io.tqserve.backend.mlx.ffm.MlxArray;
 import io.tqserve.backend.mlx.ffm.MlxDtype;
 import io.tqserve.backend.mlx.ffm.MlxScope;
 import io.tqserve.backend.mlx.ffm.MlxStore;
+import java.lang.foreign.MemorySegment;
 
 /**
  * The bf16 KV cache of one sequence as MLX arrays: per layer one K and one V array of shape
@@ -113,12 +114,16 @@ final class MlxKvCache implements DeviceKv {
             return;
         }
         int grown = Math.min(maxTokens, (tokens + STEP - 1) / STEP * STEP);
+        MlxArray[] all = new MlxArray[2 * layers];
         for (int l = 0; l < layers; l++) {
             MlxArray tailK = s.zeros(MlxDtype.BFLOAT16, 1, numKvHeads, grown - capacity, headDim);
             MlxArray tailV = s.zeros(MlxDtype.BFLOAT16, 1, numKvHeads, grown - capacity, headDim);
             keys[l].set(capacity == 0 ? tailK : s.concatenate(2, keys[l], tailK));
             values[l].set(capacity == 0 ? tailV : s.concatenate(2, values[l], tailV));
+            all[2 * l] = keys[l];
+            all[2 * l + 1] = values[l];
         }
+        s.eval(all); // every layer now, so no layer's cache is left as a pending graph between calls
         capacity = grown;
     }
 
@@ -134,6 +139,60 @@ final class MlxKvCache implements DeviceKv {
             MlxArray o = s.transpose(attention(s, layer, qa, ka, va, rows, MlxDtype.FLOAT32), 0, 2, 1, 3);
             s.eval(o, keys[layer], values[layer]);
             s.copyFloats(o, out, rowOffset * qDim);
+        } finally {
+            backend.lock.unlock();
+        }
+    }
+
+    @Override
+    public void exportLayer(int layer, int from, int count, MemorySegment dst) {
+        if (from < 0 || count < 0 || from + count > length) {
+            throw new IllegalArgumentException("export of tokens [" + from + ", " + (from + count) + ") from a cache of "
+                    + length);
+        }
+        if (count == 0) {
+            return;
+        }
+        backend.lock.lock();
+        try (MlxScope s = mlx.newScope()) {
+            int[] start = {0, 0, from, 0};
+            int[] stop = {1, numKvHeads, from + count, headDim};
+            MlxArray k = s.transpose(s.slice(keys[layer], start, stop), 0, 2, 1, 3);   // (1, count, numKvHeads, headDim)
+            MlxArray v = s.transpose(s.slice(values[layer], start, stop), 0, 2, 1, 3);
+            s.copyBits16(s.concatenate(3, k, v), dst); // (1, count, numKvHeads, 2·headDim), native = little-endian
+        } finally {
+            backend.lock.unlock();
+        }
+    }
+
+    @Override
+    public void importLayer(int layer, int count, MemorySegment src) {
+        if (closed) {
+            throw new IllegalStateException("KV cache is closed");
+        }
+        if (length + count > maxTokens) {
+            throw new IllegalStateException("KV cache holds at most " + maxTokens + " tokens; " + (length + count)
+                    + " requested");
+        }
+        if (pending >= 0 && pending != count) {
+            throw new IllegalStateException("layers of one import disagree on tokens: " + pending + " vs " + count);
+        }
+        pending = count;
+        if (count == 0) {
+            return;
+        }
+        backend.lock.lock();
+        try (MlxScope s = mlx.newScope()) {
+            ensureCapacity(s, length + count);
+            MlxArray kv = s.fromSegment(src, MlxDtype.BFLOAT16, 1, count, numKvHeads, 2 * headDim);
+            MlxArray k = s.transpose(s.slice(kv, new int[4], new int[] {1, count, numKvHeads, headDim}), 0, 2, 1, 3);
+            MlxArray v = s.transpose(s.slice(kv, new int[] {0, 0, 0, headDim},
+                    new int[] {1, count, numKvHeads, 2 * headDim}), 0, 2, 1, 3);
+            int[] start = {0, 0, length, 0};
+            int[] stop = {1, numKvHeads, length + count, headDim};
+            keys[layer].set(s.sliceUpdate(keys[layer], k, start, stop));
+            values[layer].set(s.sliceUpdate(values[layer], v, start, stop));
+            s.eval(keys[layer], values[layer]);
         } finally {
             backend.lock.unlock();
         }

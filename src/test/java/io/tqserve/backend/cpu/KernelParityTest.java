@@ -114,6 +114,40 @@ class KernelParityTest {
 
     @ParameterizedTest
     @ValueSource(ints = {1, 7, 31, 33, 127, 4097})
+    void fourRowDotIsBitIdenticalToSingleDotsAndCloseToScalar(int n) {
+        float[] w = random(4 * n + 3, n, 1f);
+        float[] x = random(n + 1, 2 * n, 1f);
+        float[] v = new float[4];
+        float[] s = new float[4];
+        VEC.dot4(w, 3, n, x, 1, n, v);
+        SCA.dot4(w, 3, n, x, 1, n, s);
+        for (int q = 0; q < 4; q++) {
+            assertEquals(Float.floatToIntBits(VEC.dot(w, 3 + q * n, x, 1, n)), Float.floatToIntBits(v[q]), "row " + q);
+            assertEquals(s[q], v[q], tol(n, 1f));
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(ints = {1, 3, 5, 64})
+    void batchedMatmulGivesEveryRowTheNumbersItGetsAlone(int rows) {
+        try (Arena arena = Arena.ofShared(); CpuBackend backend = CpuBackend.create(2)) {
+            Matrix w = matrix(arena, DType.BF16, 37, 129, 77);
+            float[] x = random(rows * 129, 78, 1f);
+            float[] batched = new float[rows * 37];
+            backend.matmul(w, x, rows, batched);
+            for (int r = 0; r < rows; r++) {
+                float[] alone = new float[37];
+                backend.matmul(w, java.util.Arrays.copyOfRange(x, r * 129, (r + 1) * 129), 1, alone);
+                for (int j = 0; j < 37; j++) {
+                    assertEquals(Float.floatToIntBits(alone[j]), Float.floatToIntBits(batched[r * 37 + j]),
+                            "row " + r + " col " + j);
+                }
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(ints = {1, 7, 31, 33, 127, 4097})
     void elementwiseKernelsMatchScalar(int n) {
         float[] x = random(n, 11, 3f);
         float[] w = random(n, 12, 1f);

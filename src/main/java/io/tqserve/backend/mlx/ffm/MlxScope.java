@@ -228,6 +228,16 @@ public final class MlxScope extends MlxOps implements AutoCloseable {
         return dataOf(u, MlxDtype.UINT16, mlx.n.dataUint16, "mlx_array_data_uint16").toArray(ValueLayout.JAVA_SHORT);
     }
 
+    /** Evaluates a 16-bit array and copies its row-major bytes (native order) into {@code dst}. */
+    public void copyBits16(MlxArray a, MemorySegment dst) {
+        if (a.dtype().bytes() != 2) {
+            throw new IllegalArgumentException("copyBits16 needs a 16-bit array, got " + a.dtype());
+        }
+        MlxArray u = a.dtype() == MlxDtype.UINT16 ? a : view(contiguous(a), MlxDtype.UINT16);
+        MemorySegment src = dataOf(u, MlxDtype.UINT16, mlx.n.dataUint16, "mlx_array_data_uint16");
+        MemorySegment.copy(src, 0, dst, 0, src.byteSize());
+    }
+
     /**
      * Loads every tensor of a safetensors file ({@code mlx_load_safetensors}, lazily read on MLX's CPU stream:
      * MLX's Load primitive has no GPU kernel). The arrays belong to this scope.
