@@ -42,6 +42,22 @@ public final class Mlx {
         } catch (Throwable t) {
             throw MlxErrors.rethrow(t);
         }
+        requireSupported(version, lib.file());
+    }
+
+    /**
+     * The handles follow MLX-C 0.4–0.6 (MLX 0.30–0.31). MLX-C 0.3 (MLX 0.29) declared SDPA's mask as a vector of
+     * arrays, which a call through these handles would misread, so older libraries are refused here; MLX-C has no
+     * version call of its own, and each MLX-C release pins one MLX release, so MLX's version stands in for it.
+     */
+    static void requireSupported(String mlxVersion, Path file) {
+        String[] parts = mlxVersion.split("[^0-9]+", 4);
+        int major = parts.length > 0 && !parts[0].isEmpty() ? Integer.parseInt(parts[0]) : 0;
+        int minor = parts.length > 1 && !parts[1].isEmpty() ? Integer.parseInt(parts[1]) : 0;
+        if (major == 0 && minor < 30) {
+            throw new MlxException(file + " is built on MLX " + mlxVersion + "; tqserve needs MLX-C 0.4 or newer "
+                    + "(MLX 0.30 or newer)");
+        }
     }
 
     /** Opens (once per file) the MLX-C library at {@code libraryFile}. */
