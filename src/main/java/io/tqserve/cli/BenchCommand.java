@@ -4,6 +4,7 @@ package io.tqserve.cli;
 final class BenchCommand {
     static final String USAGE = """
             usage: tqserve bench decode [--model DIR | --synthetic] [--prompt-tokens N] [--decode-tokens N] [--threads N]
+                   tqserve bench serve [--model DIR] [--tokens N] [--rounds R] [--threads N]
             """;
 
     private BenchCommand() {
@@ -13,6 +14,7 @@ final class BenchCommand {
         String what = args.length > 1 ? args[1] : "";
         return switch (what) {
             case "decode" -> DecodeBenchmark.run(args);
+            case "serve" -> ServeBenchmark.run(args);
             default -> {
                 System.err.print(USAGE);
                 yield 2;
