@@ -1,6 +1,7 @@
 package io.tqserve.config;
 
-import io.tqserve.backend.cpu.CpuBackend;
+import io.tqserve.backend.BackendSelector;
+import io.tqserve.backend.ComputeBackend;
 import io.tqserve.engine.BatchedBf16Lane;
 import io.tqserve.engine.Lane;
 import io.tqserve.engine.LaneObserver;
@@ -34,7 +35,7 @@ public final class ModelLoader implements SmartLifecycle {
     private final RequestObserver requestObserver;
     private final List<Lane> lanes = new ArrayList<>();
     private Thread thread;
-    private CpuBackend backend;
+    private ComputeBackend backend;
     private Model model;
     private volatile boolean running;
 
@@ -59,7 +60,10 @@ public final class ModelLoader implements SmartLifecycle {
     private void load() {
         long t0 = System.nanoTime();
         try {
-            CpuBackend b = CpuBackend.create(props.backend().threads());
+            BackendSelector.Selection selection = BackendSelector.select(props.backend().type().name(),
+                    props.backend().threads(), props.backend().mlx().library());
+            log.info("tqserve: {}", selection.reason());
+            ComputeBackend b = selection.backend();
             Model m;
             try {
                 m = Model.load(plan.modelDir(), b);

@@ -8,6 +8,7 @@ import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -48,8 +49,10 @@ public final class Model implements AutoCloseable {
         GenerationConfig generation = GenerationConfig.load(dir, config.eosTokenIds());
         Safetensors st = Safetensors.open(dir);
         Tokenizer tokenizer = null;
+        Transformer transformer = null;
         try {
-            Transformer transformer = new Transformer(config, ModelWeights.load(st, config), backend);
+            List<Path> weightFiles = st.headers().keySet().stream().map(dir::resolve).toList();
+            transformer = new Transformer(config, ModelWeights.load(st, config), backend, weightFiles);
             tokenizer = Tokenizer.load(dir);
             ChatTemplate template = ChatTemplate.load(dir).orElse(null);
             return new Model(dir, config, generation, st, transformer, tokenizer, template, fingerprint(dir, st),
@@ -57,6 +60,9 @@ public final class Model implements AutoCloseable {
         } catch (IOException | RuntimeException e) {
             if (tokenizer != null) {
                 tokenizer.close();
+            }
+            if (transformer != null) {
+                transformer.close();
             }
             st.close();
             throw e;
@@ -128,6 +134,7 @@ public final class Model implements AutoCloseable {
 
     @Override
     public void close() {
+        transformer.close();
         tokenizer.close();
         safetensors.close();
     }
