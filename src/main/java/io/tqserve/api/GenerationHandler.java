@@ -43,8 +43,12 @@ public final class GenerationHandler {
     private final Scheduler scheduler;
     private final RequestParser parser;
 
-    public GenerationHandler(ServingRuntime runtime, ApiSettings settings, ApiScheduler scheduler) {
+    private final SnapshotHandler snapshots;
+
+    public GenerationHandler(ServingRuntime runtime, ApiSettings settings, ApiScheduler scheduler,
+            SnapshotHandler snapshots) {
         this.runtime = runtime;
+        this.snapshots = snapshots;
         this.settings = settings;
         this.scheduler = scheduler.scheduler();
         this.parser = new RequestParser(runtime.modelConfig().vocabSize());
@@ -68,7 +72,8 @@ public final class GenerationHandler {
                     .map(body -> parser.parse(Json.read(body), endpoint, laneHeader))
                     .doOnNext(this::checkModel)
                     .publishOn(scheduler)
-                    .map(builder::prepare)
+                    .map(p -> builder.prepare(p, p.kvSnapshot() == null ? null
+                            : snapshots.resolve(p.kvSnapshot(), loaded.model())))
                     .flatMap(p -> respond(p, loaded, arrival, request.exchange().getResponse().getHeaders()));
         });
     }
@@ -87,7 +92,18 @@ public final class GenerationHandler {
         GenerationRequest gen = p.generation();
         RouteDecision decision;
         try {
-            decision = loaded.routing().route(new RouteRequest(gen.worstCaseTokens(), r.lane()));
+            java.util.Optional<io.tqserve.engine.Lane.Kind> override = r.lane();
+            if (gen.resumeFrom() != null) {
+                // a snapshot continues on the lane whose KV scheme wrote it
+                override = loaded.routing().lanes().stream()
+                        .filter(l -> l.scheme().equals(gen.resumeFrom().scheme())).map(io.tqserve.engine.Lane::kind)
+                        .findFirst().or(() -> {
+                            throw ApiException.invalid("tqserve_kv_snapshot", "snapshot_scheme_not_served",
+                                    "the snapshot holds a " + gen.resumeFrom().scheme().id()
+                                            + " KV cache and no enabled lane uses that scheme");
+                        });
+            }
+            decision = loaded.routing().route(new RouteRequest(gen.worstCaseTokens(), override));
         } catch (NoLaneFitsException e) {
             throw ApiException.invalid(r.endpoint() == Endpoint.CHAT ? "max_completion_tokens" : "max_tokens",
                     "kv_budget_exceeded", e.getMessage());

@@ -75,7 +75,7 @@ public final class TokenizeHandler {
         });
     }
 
-    private static String tokenizeText(JsonNode body, Model model) {
+    static String tokenizeText(JsonNode body, Model model) {
         JsonNode prompt = body.get("prompt");
         JsonNode messages = body.get("messages");
         if (prompt != null && !prompt.isNull()) {

@@ -5,6 +5,7 @@ final class BenchCommand {
     static final String USAGE = """
             usage: tqserve bench decode [--model DIR | --synthetic] [--prompt-tokens N] [--decode-tokens N] [--threads N]
                    tqserve bench serve [--model DIR] [--tokens N] [--rounds R] [--threads N]
+                   tqserve bench prefix [--model DIR] [--prefix-tokens N] [--kv SCHEME] [--threads N]
             """;
 
     private BenchCommand() {
@@ -15,6 +16,7 @@ final class BenchCommand {
         return switch (what) {
             case "decode" -> DecodeBenchmark.run(args);
             case "serve" -> ServeBenchmark.run(args);
+            case "prefix" -> PrefixBenchmark.run(args);
             default -> {
                 System.err.print(USAGE);
                 yield 2;

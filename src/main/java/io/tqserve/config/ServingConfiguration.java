@@ -36,6 +36,12 @@ public class ServingConfiguration {
     }
 
     @Bean
+    io.tqserve.api.SnapshotSettings snapshotSettings(TqserveProperties props) {
+        String dir = props.store().dir();
+        return new io.tqserve.api.SnapshotSettings(dir.isBlank() ? null : java.nio.file.Path.of(dir).resolve("snapshots"));
+    }
+
+    @Bean
     StartupValidator.Plan servingPlan(TqserveProperties props) {
         return StartupValidator.validate(props);
     }
