@@ -32,12 +32,12 @@ final class FusedScalar {
                     float p1 = 0f;
                     float p2 = 0f;
                     float p3 = 0f;
-                    for (int i = 0; i < 8; i++) {
-                        int e = g * 32 + i;
+                    for (int m = 0; m < 8; m++) {
+                        int e = g * 32 + 4 * m;
                         p0 = Math.fma((float) lay.keyCode(seg, blk, e, lane), q[qj + e], p0);
-                        p1 = Math.fma((float) lay.keyCode(seg, blk, e + 8, lane), q[qj + e + 8], p1);
-                        p2 = Math.fma((float) lay.keyCode(seg, blk, e + 16, lane), q[qj + e + 16], p2);
-                        p3 = Math.fma((float) lay.keyCode(seg, blk, e + 24, lane), q[qj + e + 24], p3);
+                        p1 = Math.fma((float) lay.keyCode(seg, blk, e + 1, lane), q[qj + e + 1], p1);
+                        p2 = Math.fma((float) lay.keyCode(seg, blk, e + 2, lane), q[qj + e + 2], p2);
+                        p3 = Math.fma((float) lay.keyCode(seg, blk, e + 3, lane), q[qj + e + 3], p3);
                     }
                     float a = (p0 + p1) + (p2 + p3);
                     float inner = Math.fma(lay.keyZero(seg, blk, g, lane), qsum[j * groups + g], a);
@@ -49,10 +49,9 @@ final class FusedScalar {
     }
 
     /** Twin of {@link FusedValues#values}. */
-    static void values(TurboBlockLayout lay, MemorySegment[] chunks, long headBase, int nT, float[] ws, int wsOff,
-            int wsStride, int heads, float[] out, int outOff, int outStride, int[] codes) {
+    static void values(TurboBlockLayout lay, MemorySegment[] chunks, long headBase, int nT, float[] w, int wOff,
+            int wStride, int heads, float[] out, int outOff, int outStride, int[] codes) {
         int d = lay.headDim();
-        int groups = lay.groups();
         int bits = lay.entry().vBits();
         int blockBytes = lay.bytes();
         float[] c = TurboConstants.centroidsShared(bits);
@@ -65,10 +64,10 @@ final class FusedScalar {
             long e = headBase + (long) (tc / T) * blockBytes + lay.valueEntryOffset(tc % T);
             CodePacking.unpack(seg, e, bits, false, codes, 0, d);
             for (int j = 0; j < heads; j++) {
-                int w = wsOff + j * wsStride + t * groups;
+                float wt = w[wOff + j * wStride + t];
                 int o = outOff + j * outStride;
                 for (int i = 0; i < d; i++) {
-                    out[o + i] = Math.fma(c[codes[i]], ws[w + i / 32], out[o + i]);
+                    out[o + i] = Math.fma(c[codes[i]], wt * lay.valueScale(seg, e, i / 32), out[o + i]);
                 }
             }
         }

@@ -80,23 +80,10 @@ final class TurboAttention {
             for (int j = 0; j < heads; j++) {
                 kernels.softmax(sc, j * stride, n);
             }
-            int wsStride = nT * groups;
-            float[] ws = s.ws(heads * wsStride);
-            for (int t = 0; t < nT; t++) {
-                int tc = t % TurboQuantKvCache.CHUNK;
-                MemorySegment seg = chunks[t / TurboQuantKvCache.CHUNK];
-                long ve = headBase + (long) (tc / T) * lay.bytes() + lay.valueEntryOffset(tc % T);
-                for (int gr = 0; gr < groups; gr++) {
-                    float vs = lay.valueScale(seg, ve, gr);
-                    for (int j = 0; j < heads; j++) {
-                        ws[j * wsStride + t * groups + gr] = sc[j * stride + nP + t] * vs;
-                    }
-                }
-            }
             if (vector) {
-                FusedValues.values(lay, chunks, headBase, nT, ws, 0, wsStride, heads, out, qOff, d, s.row(d), s.codes(d));
+                FusedValues.values(lay, chunks, headBase, nT, sc, nP, stride, heads, out, qOff, d, s.row(d), s.codes(d));
             } else {
-                FusedScalar.values(lay, chunks, headBase, nT, ws, 0, wsStride, heads, out, qOff, d, s.codes(d));
+                FusedScalar.values(lay, chunks, headBase, nT, sc, nP, stride, heads, out, qOff, d, s.codes(d));
             }
             for (int j = 0; j < heads; j++) {
                 unrotate(out, qOff + j * d, d, vector);
@@ -158,7 +145,6 @@ final class TurboAttention {
         private float[] scores = new float[0];
         private float[] qsum = new float[0];
         private float[] qb = new float[0];
-        private float[] ws = new float[0];
         private float[] kf = new float[0];
         private float[] kt = new float[0];
         private float[] vw = new float[0];
@@ -181,10 +167,6 @@ final class TurboAttention {
 
         float[] qb(int n) {
             return qb.length >= n ? qb : (qb = new float[n]);
-        }
-
-        float[] ws(int n) {
-            return ws.length >= n ? ws : (ws = new float[grow(ws.length, n)]);
         }
 
         float[] kf(int n) {
