@@ -32,9 +32,9 @@ final class KeyCodec {
     private static final int GROUP = TurboLayout.GROUP;
     /** fallback bound on |zero|: keeps it an fp16-exact integer. */
     private static final float ZERO_BOUND = 1024f;
-    private static final int CANONICAL = 0;
-    private static final int CONSTANT = 1;
-    private static final int RESCALED = 2;
+
+    /** Which rule wrote a group: the reference's, or one of the two deviations. */
+    private enum Rule { CANONICAL, CONSTANT, RESCALED }
 
     private KeyCodec() {
     }
@@ -70,16 +70,16 @@ final class KeyCodec {
             } else {
                 zero = (float) Math.rint(Fp16.round(Fp16.round(mn) / scale));
             }
-            int rule = CANONICAL;
+            Rule rule = Rule.CANONICAL;
             if (scale == 0f || !Float.isFinite(scale) || !Float.isFinite(zero)) {
                 float mnh = Fp16.roundSaturating(mn);
                 float mxh = Fp16.roundSaturating(mx);
                 if (mnh == mxh) {
-                    rule = CONSTANT;
+                    rule = Rule.CONSTANT;
                     scale = 1f;
                     zero = mnh;
                 } else {
-                    rule = RESCALED;
+                    rule = Rule.RESCALED;
                     float bound = Math.max(Math.abs(mnh), Math.abs(mxh)) / ZERO_BOUND;
                     scale = Fp16.roundUp(Math.max((mxh - mnh) / m, bound));
                     zero = (float) Math.rint(signed ? (mxh + mnh) / (2f * scale) : mnh / scale);
@@ -87,12 +87,12 @@ final class KeyCodec {
             }
             CodePacking.writeFp16(dst, scales + 2L * g, scale);
             CodePacking.writeFp16(dst, zeros + 2L * g, zero);
-            // Codes of the group as float32 values t = q − z (exact integers after rint), one rule per group.
-            if (rule == CANONICAL) {
+            // t = q − z per element (float32, before rint), by the group's rule.
+            if (rule == Rule.CANONICAL) {
                 for (int i = 0; i < GROUP; i++) {
                     t[i] = Fp16.round(Fp16.round(k[x0 + i]) / scale) - zero;
                 }
-            } else if (rule == CONSTANT) {
+            } else if (rule == Rule.CONSTANT) {
                 java.util.Arrays.fill(t, 0, GROUP, 0f);
             } else {
                 for (int i = 0; i < GROUP; i++) {

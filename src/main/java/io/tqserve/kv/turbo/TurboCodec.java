@@ -69,7 +69,10 @@ public final class TurboCodec implements KvCodec {
         encodeValue(v, vOff, dst, off);
     }
 
-    /** {@link #encode(float[], int, float[], int, MemorySegment, long)} into a heap array. */
+    /**
+     * {@link #encode(float[], int, float[], int, MemorySegment, long)} into a heap array (wraps it in a heap
+     * segment per call; hot loops should wrap once and use the segment form).
+     */
     public void encode(float[] k, int kOff, float[] v, int vOff, byte[] dst, int off) {
         encode(k, kOff, v, vOff, MemorySegment.ofArray(dst), off);
     }
@@ -81,7 +84,7 @@ public final class TurboCodec implements KvCodec {
         decodeValue(src, off, v, vOff);
     }
 
-    /** {@link #decode(MemorySegment, long, float[], int, float[], int)} from a heap array. */
+    /** {@link #decode(MemorySegment, long, float[], int, float[], int)} from a heap array (wraps it per call). */
     public void decode(byte[] src, int off, float[] k, int kOff, float[] v, int vOff) {
         decode(MemorySegment.ofArray(src), off, k, kOff, v, vOff);
     }

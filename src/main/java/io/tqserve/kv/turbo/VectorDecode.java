@@ -33,6 +33,8 @@ final class VectorDecode {
     private static final boolean SUPPORTED = L >= 8 && L <= GROUP && GROUP % L == 0;
     private static final VectorSpecies<Byte> B =
             VectorSpecies.of(byte.class, VectorShape.forBitSize(SUPPORTED ? L * 8 : 64));
+    /** Bytes of a full-width vector: 4·L 8-bit codes. */
+    private static final VectorSpecies<Byte> BF = VectorSpecies.of(byte.class, F.vectorShape());
     private static final boolean L16 = L == 16;
 
     @SuppressWarnings("unchecked")
@@ -99,14 +101,20 @@ final class VectorDecode {
         int mask = (1 << bits) - 1;
         boolean words = L16 && bits <= 4;
         int n = lay.groups();
-        if (bits == 8 && signed) { // the default k8 layout: one byte → one float per lane
-            for (int g = 0; g < n; g++) {
-                float scale = Float.float16ToFloat(src.get(CodePacking.LE_SHORT, scales + 2L * g));
-                float zero = Float.float16ToFloat(src.get(CodePacking.LE_SHORT, zeros + 2L * g));
-                for (int j = 0; j < GROUP; j += L) {
-                    int e = g * GROUP + j;
-                    ((FloatVector) ByteVector.fromMemorySegment(B, src, codes + e, ByteOrder.LITTLE_ENDIAN)
-                            .convertShape(VectorOperators.B2F, F, 0)).add(zero).mul(scale).intoArray(out, outOff + e);
+        if (bits == 8) { // one full-width byte vector holds 4·L codes; part p widens its p-th quarter
+            int d = lay.headDim();
+            for (int blk = 0; blk < d; blk += 4 * L) {
+                ByteVector bv = ByteVector.fromMemorySegment(BF, src, codes + blk, ByteOrder.LITTLE_ENDIAN);
+                for (int p = 0; p < 4; p++) {
+                    int e = blk + p * L;
+                    int g = e / GROUP;
+                    float scale = Float.float16ToFloat(src.get(CodePacking.LE_SHORT, scales + 2L * g));
+                    float zero = Float.float16ToFloat(src.get(CodePacking.LE_SHORT, zeros + 2L * g));
+                    FloatVector f = signed
+                            ? (FloatVector) bv.convertShape(VectorOperators.B2F, F, p)
+                            : (FloatVector) bv.convertShape(VectorOperators.ZERO_EXTEND_B2I, I, p)
+                                    .convert(VectorOperators.I2F, 0);
+                    f.add(zero).mul(scale).intoArray(out, outOff + e);
                 }
             }
             return;
@@ -117,32 +125,22 @@ final class VectorDecode {
             for (int j = 0; j < GROUP; j += L) {
                 int e = g * GROUP + j;
                 long at = codes + (long) e * bits / 8;
-                FloatVector f;
-                if (bits == 8) {
-                    ByteVector bv = ByteVector.fromMemorySegment(B, src, at, ByteOrder.LITTLE_ENDIAN);
-                    f = signed
-                            ? (FloatVector) bv.convertShape(VectorOperators.B2F, F, 0)
-                            : (FloatVector) bv.convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0)
-                                    .convert(VectorOperators.I2F, 0);
-                } else {
-                    IntVector w;
-                    if (words) {
-                        if (bits == 2) {
-                            w = IntVector.broadcast(I, src.get(CodePacking.LE_INT, at));
-                        } else {
-                            long word = src.get(CodePacking.LE_LONG, at); // 4 bits: 16 codes = 8 bytes exactly
-                            w = IntVector.broadcast(I, (int) word).blend((int) (word >>> 32), UPPER8);
-                        }
-                        w = w.lanewise(VectorOperators.LSHR, SHIFT16[bits]);
+                IntVector w;
+                if (words) {
+                    if (bits == 2) {
+                        w = IntVector.broadcast(I, src.get(CodePacking.LE_INT, at));
                     } else {
-                        ByteVector bv = ByteVector.fromMemorySegment(B, src, at, ByteOrder.LITTLE_ENDIAN, LOAD[bits]);
-                        w = (IntVector) bv.rearrange(LO[bits]).convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
-                        IntVector hi = (IntVector) bv.rearrange(HI[bits])
-                                .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
-                        w = w.or(hi.lanewise(VectorOperators.LSHL, 8)).lanewise(VectorOperators.LSHR, SHIFT[bits]);
+                        long word = src.get(CodePacking.LE_LONG, at); // 4 bits: 16 codes = 8 bytes exactly
+                        w = IntVector.broadcast(I, (int) word).blend((int) (word >>> 32), UPPER8);
                     }
-                    f = (FloatVector) w.and(mask).convert(VectorOperators.I2F, 0);
+                    w = w.lanewise(VectorOperators.LSHR, SHIFT16[bits]);
+                } else {
+                    ByteVector bv = ByteVector.fromMemorySegment(B, src, at, ByteOrder.LITTLE_ENDIAN, LOAD[bits]);
+                    w = (IntVector) bv.rearrange(LO[bits]).convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
+                    IntVector hi = (IntVector) bv.rearrange(HI[bits]).convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
+                    w = w.or(hi.lanewise(VectorOperators.LSHL, 8)).lanewise(VectorOperators.LSHR, SHIFT[bits]);
                 }
+                FloatVector f = (FloatVector) w.and(mask).convert(VectorOperators.I2F, 0);
                 f.add(zero).mul(scale).intoArray(out, outOff + e);
             }
         }
