@@ -6,6 +6,8 @@ final class BenchCommand {
             usage: tqserve bench decode [--model DIR | --synthetic] [--prompt-tokens N] [--decode-tokens N] [--threads N]
                                         [--kv turbo:k8v3] [--contexts 256,1024,...] [--repeat N] [--max-context N]
                                         [--no-sweep]
+                   tqserve bench serve [--model DIR] [--tokens N] [--rounds R] [--threads N]
+                   tqserve bench prefix [--model DIR] [--prefix-tokens N] [--kv SCHEME] [--threads N]
             """;
 
     private BenchCommand() {
@@ -15,6 +17,8 @@ final class BenchCommand {
         String what = args.length > 1 ? args[1] : "";
         return switch (what) {
             case "decode" -> DecodeBenchmark.run(args);
+            case "serve" -> ServeBenchmark.run(args);
+            case "prefix" -> PrefixBenchmark.run(args);
             default -> {
                 System.err.print(USAGE);
                 yield 2;

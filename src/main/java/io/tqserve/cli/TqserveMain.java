@@ -19,6 +19,15 @@ public final class TqserveMain {
 
     public static void main(String[] args) {
         String verb = args.length == 0 || args[0].startsWith("--") ? "serve" : args[0];
+        if (verb.equals("serve")) {
+            try {
+                ServeCommand.start(args);
+            } catch (RuntimeException e) {
+                // Spring Boot has printed its failure report (naming the setting to change) already.
+                System.exit(1);
+            }
+            return; // the server keeps running on its own threads
+        }
         int code;
         try {
             code = switch (verb) {
@@ -29,11 +38,7 @@ public final class TqserveMain {
                     System.out.print(USAGE);
                     yield 0;
                 }
-                case "serve" -> {
-                    System.err.println("tqserve: serving is not built yet");
-                    System.out.print(USAGE);
-                    yield 2;
-                }
+
                 default -> {
                     System.err.println("tqserve: unknown verb '" + verb + "'");
                     System.err.print(USAGE);

@@ -4,6 +4,9 @@ import io.tqserve.kv.KvCache;
 import io.tqserve.kv.KvCacheFactory;
 import io.tqserve.kv.KvLayout;
 import io.tqserve.kv.KvScheme;
+import io.tqserve.kv.store.KvSnapshot;
+import io.tqserve.kv.store.PromptCache;
+import io.tqserve.kv.store.SnapshotException;
 import io.tqserve.model.Model;
 import java.util.List;
 import java.util.concurrent.BlockingDeque;
@@ -25,6 +28,8 @@ abstract class AbstractLane implements Lane {
     protected final AtomicLong kvBytesInUse = new AtomicLong();
     protected volatile boolean closed;
     protected volatile StepHook stepHook = StepHook.NONE;
+    protected volatile PromptCache promptCache;
+    protected volatile LaneObserver observer = LaneObserver.NONE;
     protected final Thread thread;
 
     AbstractLane(Model model, KvScheme scheme, long kvBudgetBytes, int queueCapacity, String threadName) {
@@ -46,6 +51,11 @@ abstract class AbstractLane implements Lane {
     /** Installs a hook that runs at each sequence's step (tests inject faults with it). */
     public void setStepHook(StepHook hook) {
         this.stepHook = hook == null ? StepHook.NONE : hook;
+    }
+
+    /** Installs the observer told when each sequence leaves the lane (metrics). */
+    public void setObserver(LaneObserver observer) {
+        this.observer = observer == null ? LaneObserver.NONE : observer;
     }
 
     @Override
@@ -130,14 +140,80 @@ abstract class AbstractLane implements Lane {
         seq.cache = KvCacheFactory.create(scheme, model.transformer().attentionShape(), model.transformer().backend(),
                 cacheTokens(seq.request));
         runningCount.incrementAndGet();
-        seq.started(0);
+        PromptCache pc = promptCache;
+        KvSnapshot resume = seq.request.resumeFrom();
+        if (resume != null) {
+            try {
+                resume.restoreInto(seq.cache);
+            } catch (SnapshotException e) {
+                throw new IllegalStateException(e.getMessage(), e);
+            }
+            seq.prefilled = resume.tokens().length;
+            seq.cachedTokens = resume.tokens().length;
+            if (seq.prefilled == seq.prompt.length) {
+                seq.readyLogits = resume.logits().clone();
+            }
+        } else if (pc != null && seq.request.capture() == null) {
+            PromptCache.Reuse reuse = pc.restoreLongestPrefix(seq.prompt, seq.cache);
+            seq.prefilled = reuse.tokens();
+            seq.cachedTokens = reuse.tokens();
+            if (reuse.complete(seq.prompt.length)) {
+                seq.readyLogits = reuse.logits();
+            }
+        }
+        seq.started(seq.cachedTokens);
+    }
+
+    /** Offers a freshly prefilled prompt and its next-token logits (logits[off, off+vocab)) to the prompt cache. */
+    protected void rememberPrompt(Sequence seq, float[] logits, int off) {
+        PromptCache pc = promptCache;
+        if (pc == null || seq.cachedTokens == seq.prompt.length) {
+            return;
+        }
+        try {
+            pc.insert(seq.prompt, seq.cache, java.util.Arrays.copyOfRange(logits, off, off + model.config().vocabSize()));
+        } catch (RuntimeException e) {
+            System.getLogger(getClass().getName()).log(System.Logger.Level.WARNING, "prompt cache insert failed", e);
+        }
+    }
+
+    /**
+     * After the prompt is in the cache: a capture request gets its snapshot and ends here (true); any other
+     * request offers its prompt to the prompt cache and goes on to sample (false).
+     */
+    protected boolean afterPrefill(Sequence seq, float[] logits, int off) {
+        java.util.function.Consumer<KvSnapshot> capture = seq.request.capture();
+        if (capture == null) {
+            rememberPrompt(seq, logits, off);
+            return false;
+        }
+        float[] next = java.util.Arrays.copyOfRange(logits, off, off + model.config().vocabSize());
+        capture.accept(KvSnapshot.captureOnHeap(seq.cache, seq.prompt, next, model.fingerprint(), model.tokenizerHash()));
+        seq.finish(FinishReason.STOP, "");
+        return true;
+    }
+
+    /** Installs the lane's prompt (prefix) cache; null turns prefix reuse off. */
+    public void setPromptCache(PromptCache cache) {
+        this.promptCache = cache;
+    }
+
+    @Override
+    public java.util.Optional<PromptCache> promptCache() {
+        return java.util.Optional.ofNullable(promptCache);
     }
 
     /** Frees the sequence's cache and budget. Safe to call twice. */
     protected void release(Sequence seq) {
+        if (seq.released) {
+            return;
+        }
+        seq.released = true;
         KvCache c = seq.cache;
         if (c != null) {
             seq.cache = null;
+            kvBytesInUse.addAndGet(-seq.accountedKvBytes);
+            seq.accountedKvBytes = 0;
             c.close();
             runningCount.decrementAndGet();
         }
@@ -149,17 +225,28 @@ abstract class AbstractLane implements Lane {
                 seq.fail("the sequence ended without a result", "server_error");
             }
         }
+        ended(seq);
     }
 
-    /** Recomputes the bytes live caches hold (exact, from their layouts). */
+    /** Tells the observer that {@code seq} left the lane; call once, after its KV memory was freed. */
+    protected void ended(Sequence seq) {
+        try {
+            observer.sequenceEnded(this, seq.outcome == null ? FinishReason.ERROR : seq.outcome, seq.prompt.length,
+                    seq.generated);
+        } catch (RuntimeException e) {
+            System.getLogger(getClass().getName()).log(System.Logger.Level.WARNING, "lane observer failed", e);
+        }
+    }
+
+    /** Updates the bytes live caches hold (exact, from their layouts); released caches are already subtracted. */
     protected void updateKvBytes(List<Sequence> live) {
-        long sum = 0;
         for (Sequence s : live) {
             if (s.cache != null) {
-                sum += s.cache.bytesUsed();
+                long now = s.cache.bytesUsed();
+                kvBytesInUse.addAndGet(now - s.accountedKvBytes);
+                s.accountedKvBytes = now;
             }
         }
-        kvBytesInUse.set(sum);
     }
 
     /** Runs the hook and the sampler step of one sequence; a throw fails that sequence only. */
@@ -204,5 +291,10 @@ abstract class AbstractLane implements Lane {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
+        PromptCache pc = promptCache;
+        if (pc != null) {
+            pc.close(); // spills in-memory prefixes to the disk tier when one is configured
+        }
     }
+
 }

@@ -10,7 +10,7 @@ public final class KvCacheFactory {
     }
 
     /**
-     * A new empty cache.
+     * A new empty cache. For bf16, a backend with device-resident caches (MLX) gets one of those.
      *
      * @param maxTokens most tokens it may hold (prompt + max_tokens, capped by the model context)
      */
@@ -25,7 +25,10 @@ public final class KvCacheFactory {
     public static KvCache create(KvScheme scheme, AttentionShape shape, ComputeBackend backend, int maxTokens,
             int quantizedKvStart) {
         return switch (scheme) {
-            case KvScheme.Bf16 b -> new Bf16KvCache(shape, backend, maxTokens);
+            case KvScheme.Bf16 b -> backend.newDeviceKv(shape.layers(), shape.numHeads(), shape.numKvHeads(),
+                            shape.headDim(), maxTokens)
+                    .<KvCache>map(device -> new DeviceBf16KvCache(shape, device))
+                    .orElseGet(() -> new Bf16KvCache(shape, backend, maxTokens));
             case KvScheme.Turbo t -> new TurboQuantKvCache(t, shape, backend, maxTokens, quantizedKvStart,
                     AttentionPath.FUSED);
             case KvScheme.Uniform u -> new PackedKvCache(u, new UniformAffineCodec(u, shape.headDim()), shape, backend,

@@ -1,0 +1,187 @@
+package io.tqserve.api;
+
+import io.tqserve.engine.GenerationEvent;
+import io.tqserve.engine.GenerationRequest;
+import io.tqserve.engine.LaneRejectedException;
+import io.tqserve.routing.NoLaneFitsException;
+import io.tqserve.routing.RouteDecision;
+import io.tqserve.routing.RouteRequest;
+import io.tqserve.routing.ServingRuntime;
+import java.nio.charset.StandardCharsets;
+import java.util.HexFormat;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicLong;
+import org.springframework.http.HttpHeaders;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.MediaType;
+import org.springframework.http.ReactiveHttpOutputMessage;
+import org.springframework.stereotype.Component;
+import org.springframework.web.reactive.function.BodyInserter;
+import org.springframework.web.reactive.function.server.ServerRequest;
+import org.springframework.web.reactive.function.server.ServerResponse;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Scheduler;
+
+/**
+ * {@code POST /v1/chat/completions} and {@code POST /v1/completions}: parse and validate on the event loop
+ * (cheap), render and tokenize on the API scheduler, route, submit to the lane, then stream SSE frames or
+ * collect one JSON body. A streamed token is encoded (a few microseconds of JSON) on the lane thread that emitted
+ * it and handed straight to Netty: one more thread hop per token cost more CPU on a small machine than the
+ * encoding itself (docs/benchmarks.md). A non-streamed body is assembled on the API scheduler. Nothing here runs
+ * on the Netty event loop but parsing. Cancelling the response (client gone) cancels the lane's Flux, which
+ * cancels the sequence and frees its KV memory.
+ */
+@Component
+public final class GenerationHandler {
+    public static final String LANE_HEADER = "X-Tqserve-Lane";
+    public static final String REASON_HEADER = "X-Tqserve-Route-Reason";
+    static final MediaType EVENT_STREAM = new MediaType("text", "event-stream", StandardCharsets.UTF_8);
+
+    private final ServingRuntime runtime;
+    private final ApiSettings settings;
+    private final Scheduler scheduler;
+    private final RequestParser parser;
+
+    private final SnapshotHandler snapshots;
+
+    public GenerationHandler(ServingRuntime runtime, ApiSettings settings, ApiScheduler scheduler,
+            SnapshotHandler snapshots) {
+        this.runtime = runtime;
+        this.snapshots = snapshots;
+        this.settings = settings;
+        this.scheduler = scheduler.scheduler();
+        this.parser = new RequestParser(runtime.modelConfig().vocabSize());
+    }
+
+    public Mono<ServerResponse> chat(ServerRequest request) {
+        return handle(request, Endpoint.CHAT);
+    }
+
+    public Mono<ServerResponse> completions(ServerRequest request) {
+        return handle(request, Endpoint.COMPLETION);
+    }
+
+    private Mono<ServerResponse> handle(ServerRequest request, Endpoint endpoint) {
+        long arrival = System.nanoTime();
+        String laneHeader = request.headers().firstHeader(LANE_HEADER);
+        return Mono.defer(() -> {
+            ServingRuntime.Loaded loaded = Readiness.require(runtime, settings);
+            PromptBuilder builder = new PromptBuilder(loaded.model(), settings.defaultMaxTokens());
+            return request.bodyToMono(byte[].class).defaultIfEmpty(new byte[0])
+                    .map(body -> parser.parse(Json.read(body), endpoint, laneHeader))
+                    .doOnNext(this::checkModel)
+                    .publishOn(scheduler)
+                    .map(p -> builder.prepare(p, p.kvSnapshot() == null ? null
+                            : snapshots.resolve(p.kvSnapshot(), loaded.model())))
+                    .flatMap(p -> respond(p, loaded, arrival, request.exchange().getResponse().getHeaders()));
+        });
+    }
+
+    private void checkModel(ParsedRequest r) {
+        if (settings.strictModelId() && r.model() != null && !r.model().equals(runtime.modelId())) {
+            throw new ApiException(HttpStatus.NOT_FOUND, "invalid_request_error", "model", "model_not_found",
+                    "The model `" + r.model() + "` does not exist; this server serves `" + runtime.modelId() + "`",
+                    null);
+        }
+    }
+
+    private Mono<ServerResponse> respond(PromptBuilder.Prepared p, ServingRuntime.Loaded loaded, long arrival,
+            HttpHeaders responseHeaders) {
+        ParsedRequest r = p.request();
+        GenerationRequest gen = p.generation();
+        RouteDecision decision;
+        try {
+            java.util.Optional<io.tqserve.engine.Lane.Kind> override = r.lane();
+            if (gen.resumeFrom() != null) {
+                // a snapshot continues on the lane whose KV scheme wrote it
+                override = loaded.routing().lanes().stream()
+                        .filter(l -> l.scheme().equals(gen.resumeFrom().scheme())).map(io.tqserve.engine.Lane::kind)
+                        .findFirst().or(() -> {
+                            throw ApiException.invalid("tqserve_kv_snapshot", "snapshot_scheme_not_served",
+                                    "the snapshot holds a " + gen.resumeFrom().scheme().id()
+                                            + " KV cache and no enabled lane uses that scheme");
+                        });
+            }
+            decision = loaded.routing().route(new RouteRequest(gen.worstCaseTokens(), override));
+        } catch (NoLaneFitsException e) {
+            throw ApiException.invalid(r.endpoint() == Endpoint.CHAT ? "max_completion_tokens" : "max_tokens",
+                    "kv_budget_exceeded", e.getMessage());
+        }
+        // On the exchange itself, so that errors after this point (a full queue) carry them too.
+        responseHeaders.set(LANE_HEADER, decision.lane().kind().wireName());
+        responseHeaders.set(REASON_HEADER, decision.reason().wireName());
+        Flux<GenerationEvent> events;
+        try {
+            events = decision.lane().submit(gen);
+        } catch (LaneRejectedException e) {
+            throw switch (e.reason()) {
+                case QUEUE_FULL -> new ApiException(HttpStatus.TOO_MANY_REQUESTS, "rate_limit_error", null,
+                        "queue_full", e.getMessage() + "; retry later", settings.retryAfter());
+                case TOO_LARGE -> ApiException.invalid(r.promptParam(), "kv_budget_exceeded", e.getMessage());
+                case CLOSED -> new ApiException(HttpStatus.SERVICE_UNAVAILABLE, "service_unavailable", null,
+                        "shutting_down", e.getMessage(), settings.retryAfter());
+            };
+        }
+        RequestTiming timing = new RequestTiming(loaded.routing().observer(), decision.lane().kind(), arrival,
+                System.nanoTime());
+        String id = r.endpoint().idPrefix() + HexFormat.of().formatHex(randomBytes());
+        long created = System.currentTimeMillis() / 1000;
+        String model = r.model() != null ? r.model() : runtime.modelId();
+        String fingerprint = "fp_" + loaded.model().fingerprint().substring(0, 10);
+        ServerResponse.BodyBuilder ok = ServerResponse.ok();
+        if (r.stream()) {
+            StreamEncoder enc = new StreamEncoder(r.endpoint(), id, created, model, fingerprint, r.includeUsage(),
+                    r.logprobs(), loaded.model().tokenizer());
+            Flux<String> frames = frames(enc, p.echoText(), events, timing);
+            BodyInserter<Flux<String>, ReactiveHttpOutputMessage> body = (out, ctx) -> out.writeAndFlushWith(
+                    frames.map(f -> Mono.just(out.bufferFactory().wrap(f.getBytes(StandardCharsets.UTF_8)))));
+            return ok.contentType(EVENT_STREAM).header("Cache-Control", "no-cache")
+                    .header("X-Accel-Buffering", "no").body(body);
+        }
+        ResponseAssembler asm = new ResponseAssembler(r.endpoint(), id, created, model, fingerprint, r.logprobs(),
+                loaded.model().tokenizer(), p.echoText());
+        return events.doOnNext(timing::on)
+                .collectList()
+                .publishOn(scheduler)
+                .map(all -> {
+                    all.forEach(asm::on);
+                    return asm.json();
+                })
+                .doFinally(s -> timing.end())
+                .flatMap(json -> ok.contentType(MediaType.APPLICATION_JSON)
+                        .bodyValue(json.getBytes(StandardCharsets.UTF_8)));
+    }
+
+    /**
+     * The SSE frames of one stream: the encoder's frames, then [DONE]; merged with keep-alive comments that are
+     * sent whenever nothing else was sent for a keep-alive interval (long queueing or prefill). The merge ends at
+     * [DONE], so no comment can follow it.
+     */
+    private Flux<String> frames(StreamEncoder enc, String echoText, Flux<GenerationEvent> events,
+            RequestTiming timing) {
+        AtomicLong lastFrame = new AtomicLong(System.nanoTime());
+        long every = settings.keepAliveInterval().toNanos();
+        Flux<String> main = Flux.concat(
+                Flux.fromIterable(enc.start(echoText)),
+                events.doOnNext(timing::on)
+                        .concatMapIterable(enc::on)
+                        .onErrorResume(e -> Flux.just(enc.error("generation failed: " + e.getMessage(),
+                                "server_error"))),
+                Flux.just(StreamEncoder.DONE));
+        Flux<String> keepAlive = Flux.interval(settings.keepAliveInterval())
+                .onBackpressureDrop() // a client that stops reading must not make the timer fail the stream
+                .filter(tick -> System.nanoTime() - lastFrame.get() >= every)
+                .map(tick -> StreamEncoder.KEEP_ALIVE);
+        return Flux.merge(main, keepAlive)
+                .doOnNext(f -> lastFrame.set(System.nanoTime()))
+                .takeUntil(f -> f == StreamEncoder.DONE)
+                .doFinally(s -> timing.end());
+    }
+
+    private static byte[] randomBytes() {
+        byte[] b = new byte[12];
+        ThreadLocalRandom.current().nextBytes(b);
+        return b;
+    }
+}

@@ -1,0 +1,92 @@
+package io.tqserve.api;
+
+import io.tqserve.api.openai.ErrorBody;
+import io.tqserve.api.openai.Wire;
+import java.nio.charset.StandardCharsets;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.core.annotation.Order;
+import org.springframework.core.io.buffer.DataBufferLimitException;
+import org.springframework.http.HttpHeaders;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.HttpStatusCode;
+import org.springframework.http.MediaType;
+import org.springframework.http.server.reactive.ServerHttpResponse;
+import org.springframework.stereotype.Component;
+import org.springframework.web.server.ResponseStatusException;
+import org.springframework.web.server.ServerWebExchange;
+import org.springframework.web.server.ServerWebInputException;
+import org.springframework.web.server.WebExceptionHandler;
+import reactor.core.publisher.Mono;
+
+/**
+ * Every error the server answers carries an OpenAI error body ({@code {"error": {"message", "type", "param",
+ * "code"}}}) and the right status: {@link ApiException}s as they say; unknown paths 404; wrong methods 405; a
+ * body over the size limit 413; anything unexpected 500 (logged, never with internals in the message).
+ * Runs before Spring Boot's own error handler.
+ */
+@Component
+@Order(-2)
+public final class OpenAiErrorHandler implements WebExceptionHandler {
+    private static final Logger log = LoggerFactory.getLogger(OpenAiErrorHandler.class);
+
+    @Override
+    public Mono<Void> handle(ServerWebExchange exchange, Throwable ex) {
+        ServerHttpResponse response = exchange.getResponse();
+        if (response.isCommitted()) {
+            return Mono.error(ex);
+        }
+        ApiException api = toApiException(exchange, ex);
+        response.setStatusCode(api.status());
+        HttpHeaders h = response.getHeaders();
+        h.setContentType(MediaType.APPLICATION_JSON);
+        if (api.retryAfter() != null) {
+            h.set(HttpHeaders.RETRY_AFTER, Long.toString(Math.max(1, api.retryAfter().toSeconds())));
+        }
+        byte[] body = Wire.json(ErrorBody.of(api.getMessage(), api.type(), api.param(), api.code()))
+                .getBytes(StandardCharsets.UTF_8);
+        return response.writeWith(Mono.just(response.bufferFactory().wrap(body)));
+    }
+
+    static ApiException toApiException(ServerWebExchange exchange, Throwable ex) {
+        if (ex instanceof ApiException a) {
+            return a;
+        }
+        if (hasCause(ex, DataBufferLimitException.class)) {
+            return new ApiException(HttpStatus.PAYLOAD_TOO_LARGE, "invalid_request_error", null, "body_too_large",
+                    "the request body is larger than the server accepts (spring.codec.max-in-memory-size)", null);
+        }
+        if (ex instanceof ServerWebInputException in) {
+            return ApiException.invalid(null, "could not read the request: " + in.getReason());
+        }
+        if (ex instanceof ResponseStatusException rse) {
+            HttpStatusCode sc = rse.getStatusCode();
+            HttpStatus status = HttpStatus.resolve(sc.value());
+            if (status == null) {
+                status = HttpStatus.INTERNAL_SERVER_ERROR;
+            }
+            String path = exchange.getRequest().getMethod() + " " + exchange.getRequest().getPath().value();
+            String message = switch (status) {
+                case NOT_FOUND -> "Invalid URL (" + path + ")";
+                case METHOD_NOT_ALLOWED -> "method not allowed (" + path + ")";
+                case UNSUPPORTED_MEDIA_TYPE -> "unsupported content type; send application/json";
+                default -> rse.getReason() != null ? rse.getReason() : status.getReasonPhrase();
+            };
+            String type = status.is5xxServerError() ? "server_error" : "invalid_request_error";
+            return new ApiException(status, type, null, null, message, null);
+        }
+        log.error("unexpected error answering {} {}", exchange.getRequest().getMethod(),
+                exchange.getRequest().getPath(), ex);
+        return new ApiException(HttpStatus.INTERNAL_SERVER_ERROR, "server_error", null, null,
+                "the server had an error while processing the request", null);
+    }
+
+    private static boolean hasCause(Throwable t, Class<? extends Throwable> type) {
+        for (Throwable c = t; c != null; c = c.getCause() == c ? null : c.getCause()) {
+            if (type.isInstance(c)) {
+                return true;
+            }
+        }
+        return false;
+    }
+}

@@ -1,0 +1,104 @@
+package io.tqserve.api;
+
+import io.tqserve.engine.GenerationRequest;
+import io.tqserve.engine.SamplingParams;
+import io.tqserve.model.ChatTemplate;
+import io.tqserve.model.GenerationConfig;
+import io.tqserve.model.Model;
+
+/**
+ * Turns a parsed request into token ids and sampling parameters: renders the chat template, tokenizes, checks the
+ * context length, and fills sampling defaults (the request's value, else the model's generation_config.json,
+ * else OpenAI's). Runs off the event loop: templates and tokenizers can be slow on long prompts.
+ */
+final class PromptBuilder {
+    /** OpenAI's default max_tokens of the legacy completions endpoint. */
+    static final int COMPLETION_DEFAULT_MAX_TOKENS = 16;
+
+    /**
+     * A request ready for a lane.
+     *
+     * @param request   the parsed request
+     * @param echoText  the prompt as text (completions with echo), else ""
+     * @param generation the tokenized request
+     */
+    record Prepared(ParsedRequest request, String echoText, GenerationRequest generation) {
+    }
+
+    private final Model model;
+    private final int defaultMaxTokens;
+
+    PromptBuilder(Model model, int defaultMaxTokens) {
+        this.model = model;
+        this.defaultMaxTokens = defaultMaxTokens;
+    }
+
+    Prepared prepare(ParsedRequest r) {
+        return prepare(r, null);
+    }
+
+    /** As {@link #prepare(ParsedRequest)}, the prompt appended to a KV snapshot's tokens when one is given. */
+    Prepared prepare(ParsedRequest r, io.tqserve.kv.store.KvSnapshot prefix) {
+        int[] ids;
+        String echo = "";
+        if (r.endpoint() == Endpoint.CHAT) {
+            ChatTemplate template = model.chatTemplate();
+            if (template == null) {
+                throw ApiException.invalid("messages", "the served model has no chat template; use /v1/completions");
+            }
+            String rendered;
+            try {
+                rendered = template.render(r.messages(), true);
+            } catch (RuntimeException e) {
+                throw ApiException.invalid("messages", "the chat template rejected the messages: " + e.getMessage());
+            }
+            ids = model.tokenizer().encode(rendered);
+        } else if (r.promptIds() != null) {
+            ids = r.promptIds();
+            if (r.echo()) {
+                echo = model.tokenizer().decode(ids);
+            }
+        } else {
+            ids = model.tokenizer().encode(r.promptText());
+            echo = r.echo() ? r.promptText() : "";
+        }
+        if (prefix != null) {
+            int[] all = java.util.Arrays.copyOf(prefix.tokens(), prefix.tokens().length + ids.length);
+            System.arraycopy(ids, 0, all, prefix.tokens().length, ids.length);
+            ids = all;
+        }
+        int context = model.config().maxPositions();
+        if (ids.length == 0) {
+            throw ApiException.invalid(r.promptParam(), "the prompt has no tokens");
+        }
+        if (ids.length >= context) {
+            throw ApiException.invalid(r.promptParam(), "context_length_exceeded", "This model's maximum context length"
+                    + " is " + context + " tokens. However, your " + r.promptParam() + " resulted in " + ids.length
+                    + " tokens, leaving no room for the completion.");
+        }
+        int maxTokens;
+        if (r.maxTokens() != null) {
+            maxTokens = r.maxTokens();
+            if (ids.length + maxTokens > context) {
+                throw ApiException.invalid(r.endpoint() == Endpoint.CHAT ? "max_completion_tokens" : "max_tokens",
+                        "context_length_exceeded", "This model's maximum context length is " + context + " tokens. "
+                                + "However, you requested " + (ids.length + maxTokens) + " tokens (" + ids.length
+                                + " in the " + r.promptParam() + ", " + maxTokens + " in the completion). Please "
+                                + "reduce the length of the " + r.promptParam() + " or the completion.");
+            }
+        } else {
+            int def = r.endpoint() == Endpoint.CHAT ? defaultMaxTokens : COMPLETION_DEFAULT_MAX_TOKENS;
+            maxTokens = Math.min(def, context - ids.length);
+        }
+        GenerationConfig g = model.generation();
+        float temperature = r.temperature() != null ? r.temperature() : g.temperature() != null ? g.temperature() : 1f;
+        float topP = r.topP() != null ? r.topP() : g.topP() != null ? g.topP() : 1f;
+        int topK = r.topK() != null ? r.topK() : g.topK() != null ? g.topK() : 0;
+        float repetition = r.repetitionPenalty() != null ? r.repetitionPenalty()
+                : g.repetitionPenalty() != null ? g.repetitionPenalty() : 1f;
+        SamplingParams params = new SamplingParams(temperature, topK, topP, r.minP(), r.seed(), repetition,
+                r.presencePenalty(), r.frequencyPenalty(), r.logitBias(), maxTokens, r.stop(), r.ignoreEos(),
+                r.topLogprobs());
+        return new Prepared(r, echo, new GenerationRequest(ids, params, prefix, null));
+    }
+}

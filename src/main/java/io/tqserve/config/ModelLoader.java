@@ -1,0 +1,183 @@
+package io.tqserve.config;
+
+import io.tqserve.backend.BackendSelector;
+import io.tqserve.backend.ComputeBackend;
+import io.tqserve.engine.BatchedBf16Lane;
+import io.tqserve.engine.Lane;
+import io.tqserve.engine.LaneObserver;
+import io.tqserve.engine.SerialTurboLane;
+import io.tqserve.model.Model;
+import io.tqserve.routing.LanePlan;
+import io.tqserve.routing.RequestObserver;
+import io.tqserve.routing.RoutingService;
+import io.tqserve.routing.ServingRuntime;
+import java.util.ArrayList;
+import java.util.List;
+import io.tqserve.kv.KvScheme;
+import io.tqserve.kv.store.PromptCache;
+import java.nio.file.Path;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.context.SmartLifecycle;
+
+/**
+ * Loads the model and starts the lanes on a background thread once the context is up, so the HTTP port and the
+ * health endpoints answer (readiness DOWN, the API 503) while weights load; then marks the runtime ready. On
+ * shutdown closes the lanes (running streams end with an error event), the model and the backend.
+ */
+public final class ModelLoader implements SmartLifecycle {
+    private static final Logger log = LoggerFactory.getLogger(ModelLoader.class);
+
+    private final TqserveProperties props;
+    private final StartupValidator.Plan plan;
+    private final ServingRuntime runtime;
+    private final LaneObserver laneObserver;
+    private final RequestObserver requestObserver;
+    private final List<Lane> lanes = new ArrayList<>();
+    private Thread thread;
+    private ComputeBackend backend;
+    private Model model;
+    private volatile boolean running;
+
+    public ModelLoader(TqserveProperties props, StartupValidator.Plan plan, ServingRuntime runtime,
+            LaneObserver laneObserver, RequestObserver requestObserver) {
+        this.props = props;
+        this.plan = plan;
+        this.runtime = runtime;
+        this.laneObserver = laneObserver;
+        this.requestObserver = requestObserver;
+    }
+
+    @Override
+    public synchronized void start() {
+        if (running) {
+            return;
+        }
+        running = true;
+        thread = Thread.ofPlatform().name("tqserve-model-loader").daemon(true).start(this::load);
+    }
+
+    private void load() {
+        long t0 = System.nanoTime();
+        try {
+            BackendSelector.Selection selection = BackendSelector.select(props.backend().type().name(),
+                    props.backend().threads(), props.backend().mlx().library());
+            log.info("tqserve: {}", selection.reason());
+            ComputeBackend b = selection.backend();
+            Model m;
+            try {
+                m = Model.load(plan.modelDir(), b);
+            } catch (Exception | Error e) {
+                b.close();
+                throw e;
+            }
+            List<Lane> started = new ArrayList<>();
+            synchronized (this) {
+                backend = b;
+                model = m;
+                if (!running) {
+                    closeAll();
+                    return;
+                }
+                for (LanePlan lp : plan.plans()) {
+                    Lane lane = switch (lp.kind()) {
+                        case TURBO -> {
+                            SerialTurboLane l = new SerialTurboLane(m, lp.scheme(), lp.budgetBytes(),
+                                    props.lanes().turbo().queueCapacity());
+                            l.setObserver(laneObserver);
+                            l.setPromptCache(promptCache(m, lp.scheme()));
+                            l.start();
+                            yield l;
+                        }
+                        case BATCHED -> {
+                            TqserveProperties.Batched c = props.lanes().batched();
+                            BatchedBf16Lane l = new BatchedBf16Lane(m, lp.budgetBytes(), c.queueCapacity(),
+                                    c.maxBatch(), c.prefillChunk(), c.prefillsPerStep());
+                            l.setObserver(laneObserver);
+                            l.setPromptCache(promptCache(m, lp.scheme()));
+                            l.start();
+                            yield l;
+                        }
+                    };
+                    lanes.add(lane);
+                    started.add(lane);
+                }
+            }
+            RoutingService routing = new RoutingService(props.routing().policy(),
+                    props.routing().longContextThreshold(), started, requestObserver);
+            log.info("tqserve: model {} loaded from {} in {} ms ({}); lanes: {}", plan.modelId(),
+                    plan.modelDir().toAbsolutePath(), (System.nanoTime() - t0) / 1_000_000, b.describe(),
+                    describeLanes());
+            runtime.ready(m, routing);
+        } catch (Throwable t) {
+            log.error("tqserve: loading the model from {} failed: {}", plan.modelDir().toAbsolutePath(), t.toString(), t);
+            synchronized (this) {
+                closeAll();
+            }
+            runtime.failed(t);
+        }
+    }
+
+    /** The lane's prompt cache per tqserve.prompt-cache and tqserve.store, or null when prefix reuse is off. */
+    private PromptCache promptCache(Model m, KvScheme scheme) {
+        TqserveProperties.PromptCache pc = props.promptCache();
+        if (!pc.enabled()) {
+            return null;
+        }
+        String dir = props.store().dir();
+        return new PromptCache(scheme, m.transformer().attentionShape(), pc.maxBytes().toBytes(), pc.minTokens(),
+                m.fingerprint(), m.tokenizerHash(), dir.isBlank() ? null : Path.of(dir).resolve("prompt-cache"),
+                props.store().maxBytes().toBytes());
+    }
+
+    private String describeLanes() {
+        StringBuilder sb = new StringBuilder();
+        for (LanePlan lp : plan.plans()) {
+            if (!sb.isEmpty()) {
+                sb.append(", ");
+            }
+            sb.append(lp.kind().wireName()).append(' ').append(lp.scheme().id()).append(" (")
+                    .append(lp.layout().bytesPerToken()).append(" KV bytes/token, budget ")
+                    .append(lp.budgetBytes() / lp.layout().bytesPerToken()).append(" tokens)");
+        }
+        return sb.toString();
+    }
+
+    @Override
+    public void stop() {
+        synchronized (this) {
+            running = false;
+            closeAll();
+        }
+    }
+
+    private void closeAll() {
+        for (Lane l : lanes) {
+            l.close();
+        }
+        lanes.clear();
+        if (model != null) {
+            model.close();
+            model = null;
+        }
+        if (backend != null) {
+            backend.close();
+            backend = null;
+        }
+    }
+
+    @Override
+    public boolean isRunning() {
+        return running;
+    }
+
+    /**
+     * Between Spring Boot's graceful-shutdown phase (DEFAULT_PHASE - 1024, stops first) and the web server's
+     * (DEFAULT_PHASE - 2048, stops last): at shutdown the lanes close while the server can still deliver the
+     * error events of the streams they end; at startup loading begins once the port is open.
+     */
+    @Override
+    public int getPhase() {
+        return SmartLifecycle.DEFAULT_PHASE - 1536;
+    }
+}

@@ -1,0 +1,94 @@
+package io.tqserve.config;
+
+import io.tqserve.api.ApiSettings;
+import io.tqserve.engine.Lane;
+import io.tqserve.engine.LaneObserver;
+import io.tqserve.routing.RequestObserver;
+import io.tqserve.routing.RouteDecision;
+import io.tqserve.routing.ServingRuntime;
+import java.util.List;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.context.properties.ConfigurationPropertiesBinding;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+
+/**
+ * The composition root of serving: validates the configuration against the model's config.json (failing startup
+ * with a message that names the setting), publishes the {@link ServingRuntime}, and loads the model and lanes in
+ * the background ({@link ModelLoader}).
+ */
+@Configuration(proxyBeanMethods = false)
+@EnableConfigurationProperties(TqserveProperties.class)
+public class ServingConfiguration {
+
+    @Bean
+    @ConfigurationPropertiesBinding
+    static KvSchemeConverter kvSchemeConverter() {
+        return new KvSchemeConverter();
+    }
+
+    @Bean
+    ApiSettings apiSettings(TqserveProperties props) {
+        TqserveProperties.Api a = props.api();
+        return new ApiSettings(a.keys(), a.strictModelId(), a.defaultMaxTokens(), a.keepAliveInterval(),
+                a.retryAfter());
+    }
+
+    @Bean
+    io.tqserve.api.SnapshotSettings snapshotSettings(TqserveProperties props) {
+        String dir = props.store().dir();
+        return new io.tqserve.api.SnapshotSettings(dir.isBlank() ? null : java.nio.file.Path.of(dir).resolve("snapshots"));
+    }
+
+    @Bean
+    StartupValidator.Plan servingPlan(TqserveProperties props) {
+        return StartupValidator.validate(props);
+    }
+
+    @Bean
+    ServingRuntime servingRuntime(StartupValidator.Plan plan) {
+        return new ServingRuntime(plan.modelId(), plan.modelConfig(), plan.backend(), plan.plans());
+    }
+
+    @Bean
+    ModelLoader modelLoader(TqserveProperties props, StartupValidator.Plan plan, ServingRuntime runtime,
+            ObjectProvider<LaneObserver> laneObservers, ObjectProvider<RequestObserver> requestObservers) {
+        List<LaneObserver> lo = laneObservers.orderedStream().toList();
+        List<RequestObserver> ro = requestObservers.orderedStream().toList();
+        LaneObserver laneObserver = (lane, reason, prompt, completion) -> {
+            for (LaneObserver o : lo) {
+                o.sequenceEnded(lane, reason, prompt, completion);
+            }
+        };
+        return new ModelLoader(props, plan, runtime, laneObserver, new FanOut(ro));
+    }
+
+    /** Tells every registered request observer. */
+    private record FanOut(List<RequestObserver> all) implements RequestObserver {
+        @Override
+        public void routed(RouteDecision decision) {
+            all.forEach(o -> o.routed(decision));
+        }
+
+        @Override
+        public void started(Lane.Kind lane, long queueNanos) {
+            all.forEach(o -> o.started(lane, queueNanos));
+        }
+
+        @Override
+        public void firstToken(Lane.Kind lane, long ttftNanos) {
+            all.forEach(o -> o.firstToken(lane, ttftNanos));
+        }
+
+        @Override
+        public void interToken(Lane.Kind lane, long nanos) {
+            all.forEach(o -> o.interToken(lane, nanos));
+        }
+
+        @Override
+        public void completed(Lane.Kind lane, long e2eNanos) {
+            all.forEach(o -> o.completed(lane, e2eNanos));
+        }
+    }
+}

@@ -1,0 +1,123 @@
+package io.tqserve.config;
+
+import io.tqserve.kv.KvScheme;
+import io.tqserve.routing.RoutingPolicy;
+import jakarta.validation.Valid;
+import jakarta.validation.constraints.Max;
+import jakarta.validation.constraints.Min;
+import jakarta.validation.constraints.NotBlank;
+import jakarta.validation.constraints.NotNull;
+import java.time.Duration;
+import java.util.List;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.DefaultValue;
+import org.springframework.util.unit.DataSize;
+import org.springframework.validation.annotation.Validated;
+
+/**
+ * Everything a deployment sets under {@code tqserve.}. Unknown keys under {@code tqserve.} fail startup (the
+ * failure names the key); values are validated at bind time. docs/configuration.md lists every key.
+ */
+@ConfigurationProperties(prefix = "tqserve", ignoreUnknownFields = false)
+@Validated
+public record TqserveProperties(@Valid @DefaultValue Model model, @Valid @DefaultValue Backend backend,
+        @Valid @DefaultValue Kv kv, @Valid @DefaultValue Lanes lanes, @Valid @DefaultValue Routing routing,
+        @Valid @DefaultValue Api api, @Valid @DefaultValue PromptCache promptCache, @Valid @DefaultValue Store store) {
+
+    /**
+     * @param path Hugging Face model folder (config.json, tokenizer.json, *.safetensors)
+     * @param id   served model id; empty = the folder's name
+     */
+    public record Model(@DefaultValue("models/tiny-llama-h128") @NotBlank String path, @DefaultValue("") String id) {
+    }
+
+    /** Which compute backend. */
+    public enum BackendType {
+        AUTO, CPU, MLX
+    }
+
+    /**
+     * @param type    auto | cpu | mlx
+     * @param threads kernel worker threads; 0 = the physical cores
+     * @param mlx     MLX backend settings
+     */
+    public record Backend(@DefaultValue("auto") @NotNull BackendType type, @DefaultValue("0") @Min(0) int threads,
+            @Valid @DefaultValue Mlx mlx) {
+    }
+
+    /** @param library path of libmlxc; empty = MLXC_LIBRARY, /opt/homebrew/lib, /usr/local/lib */
+    public record Mlx(@DefaultValue("") String library) {
+    }
+
+    /** @param scheme the turbo lane's KV scheme: turbo:k&lt;bits&gt;v&lt;bits&gt; | int8 | int4 | bf16 */
+    public record Kv(@DefaultValue("turbo:k8v3") @NotNull KvScheme scheme) {
+    }
+
+    public record Lanes(@Valid @DefaultValue Turbo turbo, @Valid @DefaultValue Batched batched) {
+    }
+
+    /**
+     * @param enabled       serve the serial turbo lane
+     * @param queueCapacity requests that may wait for it
+     * @param kvBudget      KV bytes it may hold (one sequence at a time, so this caps the context)
+     */
+    public record Turbo(@DefaultValue("true") boolean enabled, @DefaultValue("16") @Min(1) int queueCapacity,
+            @DefaultValue("256MB") @NotNull DataSize kvBudget) {
+    }
+
+    /**
+     * @param enabled         serve the batched bf16 lane
+     * @param maxBatch        most sequences running at once
+     * @param queueCapacity   requests that may wait for it
+     * @param kvBudget        KV bytes its running sequences may hold together (worst case each)
+     * @param prefillChunk    prompt tokens one sequence prefills per step
+     * @param prefillsPerStep most sequences prefilling in one step
+     */
+    public record Batched(@DefaultValue("true") boolean enabled, @DefaultValue("8") @Min(1) @Max(256) int maxBatch,
+            @DefaultValue("64") @Min(1) int queueCapacity, @DefaultValue("512MB") @NotNull DataSize kvBudget,
+            @DefaultValue("64") @Min(1) int prefillChunk, @DefaultValue("1") @Min(1) int prefillsPerStep) {
+    }
+
+    /**
+     * Prefix reuse: each lane keeps a byte-capped LRU of prompt KV prefixes in its own KV format.
+     *
+     * @param enabled   reuse cached prompt prefixes
+     * @param maxBytes  memory cap per lane
+     * @param minTokens shortest prefix worth caching or reusing
+     */
+    public record PromptCache(@DefaultValue("true") boolean enabled, @DefaultValue("128MB") @NotNull DataSize maxBytes,
+            @DefaultValue("16") @Min(1) int minTokens) {
+    }
+
+    /**
+     * KV persistence.
+     *
+     * @param dir      directory for prompt-cache spill files and KV snapshots; empty = persistence off
+     * @param maxBytes disk cap of the prompt-cache spill tier (per lane)
+     */
+    public record Store(@DefaultValue("") String dir, @DefaultValue("1GB") @NotNull DataSize maxBytes) {
+    }
+
+    /**
+     * @param policy               auto | turbo | batched
+     * @param longContextThreshold worst-case tokens (prompt + max_tokens) above which auto picks the turbo lane
+     */
+    public record Routing(@DefaultValue("auto") @NotNull RoutingPolicy policy,
+            @DefaultValue("1024") @Min(1) int longContextThreshold) {
+    }
+
+    /**
+     * @param keys              API keys; non-empty = Bearer auth on /v1/*, /tokenize and /detokenize
+     * @param strictModelId     reject requests whose "model" is not the served id (else any id is an alias)
+     * @param defaultMaxTokens  chat max_tokens when the request gives none (capped by the context left)
+     * @param keepAliveInterval SSE comment interval while a stream has nothing else to send
+     * @param retryAfter        Retry-After sent with 429 (queue full) and 503 (loading)
+     */
+    public record Api(@DefaultValue List<String> keys, @DefaultValue("false") boolean strictModelId,
+            @DefaultValue("512") @Min(1) int defaultMaxTokens, @DefaultValue("5s") @NotNull Duration keepAliveInterval,
+            @DefaultValue("1s") @NotNull Duration retryAfter) {
+        public Api {
+            keys = keys == null ? List.of() : List.copyOf(keys);
+        }
+    }
+}

@@ -1,0 +1,155 @@
+package io.tqserve.management;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import io.tqserve.engine.FinishReason;
+import io.tqserve.engine.Lane;
+import io.tqserve.engine.LaneObserver;
+import io.tqserve.routing.LanePlan;
+import io.tqserve.routing.RequestObserver;
+import io.tqserve.routing.RouteDecision;
+import io.tqserve.routing.RouteReason;
+import io.tqserve.routing.ServingRuntime;
+import java.time.Duration;
+import java.util.EnumMap;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.function.ToDoubleFunction;
+import org.springframework.stereotype.Component;
+
+/**
+ * Every tqserve meter of docs/api.md. Gauges read the lanes live; counters and timers are fed by the lanes
+ * ({@link LaneObserver}: finished requests, token counts) and the API ({@link RequestObserver}: routing
+ * decisions, queue time, TTFT, inter-token time, end-to-end latency). Tag values come from closed sets only.
+ * Every counter and timer of every configured lane is registered up front, so a scrape shows zeros rather than
+ * missing series.
+ */
+@Component
+public final class ServingMetrics implements LaneObserver, RequestObserver {
+    private final Map<Lane.Kind, Map<FinishReason, Counter>> finished = new EnumMap<>(Lane.Kind.class);
+    private final Map<Lane.Kind, Map<RouteReason, Counter>> decisions = new EnumMap<>(Lane.Kind.class);
+    private final Map<Lane.Kind, Counter> promptTokens = new EnumMap<>(Lane.Kind.class);
+    private final Map<Lane.Kind, Counter> generatedTokens = new EnumMap<>(Lane.Kind.class);
+    private final Map<Lane.Kind, Timer> ttft = new EnumMap<>(Lane.Kind.class);
+    private final Map<Lane.Kind, Timer> interToken = new EnumMap<>(Lane.Kind.class);
+    private final Map<Lane.Kind, Timer> e2e = new EnumMap<>(Lane.Kind.class);
+    private final Map<Lane.Kind, Timer> queue = new EnumMap<>(Lane.Kind.class);
+
+    public ServingMetrics(MeterRegistry registry, ServingRuntime runtime) {
+        for (LanePlan plan : runtime.plans()) {
+            Lane.Kind kind = plan.kind();
+            String lane = kind.wireName();
+            String scheme = plan.scheme().id();
+            Gauge.builder("tqserve.kv.bytes.per.token", plan, p -> p.layout().bytesPerToken())
+                    .description("exact KV bytes one token costs (all layers, all KV heads)")
+                    .tags("lane", lane, "scheme", scheme).strongReference(true).register(registry);
+            Gauge.builder("tqserve.kv.compression.ratio", plan, p -> p.layout().compressionRatio())
+                    .description("bf16 bytes per token / this lane's bytes per token")
+                    .tags("lane", lane, "scheme", scheme).strongReference(true).register(registry);
+            laneGauge(registry, runtime, kind, "tqserve.kv.bytes.used", "KV memory in use", l -> l.kvBytesUsed());
+            Gauge.builder("tqserve.kv.bytes.budget", plan, LanePlan::budgetBytes).description("KV memory allowed")
+                    .tags("lane", lane).strongReference(true).register(registry);
+            laneGauge(registry, runtime, kind, "tqserve.kv.usage", "KV bytes used / budget (0..1)",
+                    l -> (double) l.kvBytesUsed() / l.kvBytesBudget());
+            io.micrometer.core.instrument.FunctionCounter.builder("tqserve.prefix.cache.queries", runtime,
+                            r -> r.lane(kind).flatMap(Lane::promptCache).map(c -> (double) c.queries()).orElse(0.0))
+                    .description("prompt-cache lookups").tags("lane", lane).register(registry);
+            io.micrometer.core.instrument.FunctionCounter.builder("tqserve.prefix.cache.hits", runtime,
+                            r -> r.lane(kind).flatMap(Lane::promptCache).map(c -> (double) c.hits()).orElse(0.0))
+                    .description("prompt-cache lookups that reused a prefix").tags("lane", lane).register(registry);
+            laneGauge(registry, runtime, kind, "tqserve.prefix.cache.bytes", "prompt-cache bytes held in memory",
+                    l -> l.promptCache().map(c -> (double) c.memoryBytes()).orElse(0.0));
+            laneGauge(registry, runtime, kind, "tqserve.requests.running", "sequences running", Lane::running);
+            laneGauge(registry, runtime, kind, "tqserve.requests.waiting", "requests queued", Lane::waiting);
+
+            Map<FinishReason, Counter> byReason = new EnumMap<>(FinishReason.class);
+            for (FinishReason r : FinishReason.values()) {
+                byReason.put(r, Counter.builder("tqserve.requests.finished").description("requests ended")
+                        .tags("lane", lane, "finish_reason", r.wireName()).register(registry));
+            }
+            finished.put(kind, byReason);
+            Map<RouteReason, Counter> byRoute = new EnumMap<>(RouteReason.class);
+            for (RouteReason r : RouteReason.values()) {
+                if (r == (kind == Lane.Kind.TURBO ? RouteReason.SHORT_CONTEXT : RouteReason.LONG_CONTEXT)) {
+                    continue; // a combination routing never produces
+                }
+                byRoute.put(r, Counter.builder("tqserve.routing.decisions").description("one per routed request")
+                        .tags("lane", lane, "reason", r.wireName()).register(registry));
+            }
+            decisions.put(kind, byRoute);
+            promptTokens.put(kind, Counter.builder("tqserve.tokens.prompt").description("prompt tokens processed")
+                    .tags("lane", lane).register(registry));
+            generatedTokens.put(kind, Counter.builder("tqserve.tokens.generated").description("tokens generated")
+                    .tags("lane", lane).register(registry));
+            ttft.put(kind, timer(registry, "tqserve.request.ttft", "time to first token", lane));
+            interToken.put(kind, timer(registry, "tqserve.request.inter.token", "time between streamed tokens", lane));
+            e2e.put(kind, timer(registry, "tqserve.request.e2e", "total request latency", lane));
+            queue.put(kind, timer(registry, "tqserve.request.queue", "time waiting for a lane", lane));
+        }
+        Gauge.builder("tqserve.model.info", () -> 1).description("the served model")
+                .tags("model", runtime.modelId(), "architecture", runtime.modelConfig().architecture().hfName(),
+                        "head_dim", Integer.toString(runtime.modelConfig().headDim()), "backend", runtime.backend())
+                .strongReference(true).register(registry);
+    }
+
+    private static void laneGauge(MeterRegistry registry, ServingRuntime runtime, Lane.Kind kind, String name,
+            String description, ToDoubleFunction<Lane> value) {
+        Gauge.builder(name, runtime, r -> r.lane(kind).map(value::applyAsDouble).orElse(0.0))
+                .description(description).tags("lane", kind.wireName()).strongReference(true).register(registry);
+    }
+
+    private static Timer timer(MeterRegistry registry, String name, String description, String lane) {
+        return Timer.builder(name).description(description).tags("lane", lane).publishPercentileHistogram()
+                .minimumExpectedValue(Duration.ofMillis(1)).maximumExpectedValue(Duration.ofMinutes(10))
+                .register(registry);
+    }
+
+    @Override
+    public void sequenceEnded(Lane lane, FinishReason reason, int prompt, int completion) {
+        Map<FinishReason, Counter> byReason = finished.get(lane.kind());
+        if (byReason == null) {
+            return;
+        }
+        byReason.get(reason).increment();
+        promptTokens.get(lane.kind()).increment(prompt);
+        generatedTokens.get(lane.kind()).increment(completion);
+    }
+
+    @Override
+    public void routed(RouteDecision decision) {
+        Map<RouteReason, Counter> byRoute = decisions.get(decision.lane().kind());
+        Counter c = byRoute == null ? null : byRoute.get(decision.reason());
+        if (c != null) {
+            c.increment();
+        }
+    }
+
+    @Override
+    public void started(Lane.Kind lane, long queueNanos) {
+        record(queue, lane, queueNanos);
+    }
+
+    @Override
+    public void firstToken(Lane.Kind lane, long ttftNanos) {
+        record(ttft, lane, ttftNanos);
+    }
+
+    @Override
+    public void interToken(Lane.Kind lane, long nanos) {
+        record(interToken, lane, nanos);
+    }
+
+    @Override
+    public void completed(Lane.Kind lane, long e2eNanos) {
+        record(e2e, lane, e2eNanos);
+    }
+
+    private static void record(Map<Lane.Kind, Timer> timers, Lane.Kind lane, long nanos) {
+        Timer t = timers.get(lane);
+        if (t != null) {
+            t.record(nanos, TimeUnit.NANOSECONDS);
+        }
+    }
+}

@@ -1,0 +1,88 @@
+package io.tqserve.api;
+
+import io.micrometer.core.instrument.MeterRegistry;
+import io.tqserve.config.TqserveApplication;
+import io.tqserve.engine.BatchedBf16Lane;
+import io.tqserve.engine.Lane;
+import io.tqserve.engine.SerialTurboLane;
+import io.tqserve.engine.StepHook;
+import io.tqserve.routing.ServingRuntime;
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.web.server.LocalServerPort;
+
+/**
+ * One application context shared by the generation tests (Spring caches it across the subclasses): both lanes
+ * on, the turbo lane on bf16 until the TurboQuant cache lands, a long-context threshold of 16 tokens and a turbo
+ * KV budget of 32 tokens (so every routing reason is reachable with tiny prompts), a turbo queue of 1.
+ */
+@SpringBootTest(classes = {TqserveApplication.class, LaneProbe.class}, webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
+        properties = {
+            "tqserve.kv.scheme=bf16",
+            "tqserve.routing.long-context-threshold=16",
+            "tqserve.lanes.turbo.kv-budget=" + Bf16ServingContext.TURBO_BUDGET_BYTES + "B",
+            "tqserve.lanes.turbo.queue-capacity=1",
+            "tqserve.api.keep-alive-interval=1h"
+        })
+abstract class Bf16ServingContext {
+    /** 32 tokens of bf16 KV on the embedded model: 32 × 6 layers × 2 KV heads × 512 bytes. */
+    static final long TURBO_BUDGET_BYTES = 32L * 6144;
+
+    @LocalServerPort
+    int port;
+    @Autowired
+    ServingRuntime runtime;
+    @Autowired
+    MeterRegistry registry;
+    @Autowired
+    LaneProbe.Recorder probe;
+    final HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+            .connectTimeout(Duration.ofSeconds(10)).build();
+
+    @BeforeEach
+    void awaitModel() throws Exception {
+        runtime.whenLoaded().get(60, TimeUnit.SECONDS);
+    }
+
+    @AfterEach
+    void clearHooks() {
+        batchedLane().setStepHook(StepHook.NONE);
+        turboLane().setStepHook(StepHook.NONE);
+    }
+
+    BatchedBf16Lane batchedLane() {
+        return (BatchedBf16Lane) runtime.lane(Lane.Kind.BATCHED).orElseThrow();
+    }
+
+    SerialTurboLane turboLane() {
+        return (SerialTurboLane) runtime.lane(Lane.Kind.TURBO).orElseThrow();
+    }
+
+    String baseUrl() {
+        return "http://localhost:" + port;
+    }
+
+    HttpResponse<String> post(String path, String json, String... headers) throws IOException, InterruptedException {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(baseUrl() + path))
+                .header("Content-Type", "application/json").timeout(Duration.ofSeconds(120))
+                .POST(HttpRequest.BodyPublishers.ofString(json));
+        for (int i = 0; i < headers.length; i += 2) {
+            b.header(headers[i], headers[i + 1]);
+        }
+        return client.send(b.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    double counter(String name, String... tags) {
+        var c = registry.find(name).tags(tags).counter();
+        return c == null ? 0 : c.count();
+    }
+}
