@@ -4,6 +4,8 @@ package io.tqserve.cli;
 final class BenchCommand {
     static final String USAGE = """
             usage: tqserve bench decode [--model DIR | --synthetic] [--prompt-tokens N] [--decode-tokens N] [--threads N]
+                                        [--kv turbo:k8v3] [--contexts 256,1024,...] [--repeat N] [--max-context N]
+                                        [--no-sweep]
                    tqserve bench serve [--model DIR] [--tokens N] [--rounds R] [--threads N]
                    tqserve bench prefix [--model DIR] [--prefix-tokens N] [--kv SCHEME] [--threads N]
             """;
