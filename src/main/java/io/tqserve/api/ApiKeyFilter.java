@@ -2,7 +2,11 @@ package io.tqserve.api;
 
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.util.List;
+import java.util.Set;
+import org.springframework.core.Ordered;
+import org.springframework.core.annotation.Order;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpStatus;
 import org.springframework.stereotype.Component;
@@ -12,38 +16,69 @@ import org.springframework.web.server.WebFilterChain;
 import reactor.core.publisher.Mono;
 
 /**
- * Bearer auth on /v1/*, /tokenize and /detokenize when {@code tqserve.api.keys} is not empty; health, info,
- * metrics and prometheus stay open. Keys are compared in constant time. A missing or wrong key is a 401 with an
- * OpenAI error body.
+ * Bearer auth when {@code tqserve.api.keys} is not empty. Deny by default: every path needs the key — /v1/**,
+ * /tokenize, /detokenize, the snapshot API, unknown paths and the actuator — except the actuator endpoints named
+ * in {@code tqserve.api.open-actuator} (health by default, with its /liveness and /readiness groups). A missing
+ * or wrong key is a 401 with an OpenAI error body.
+ *
+ * <p>Constant time: the given key and every configured key are reduced to SHA-256 digests, which are compared
+ * with {@link MessageDigest#isEqual} (constant time for equal lengths, and digests always have 32 bytes), and
+ * every configured key is compared, so neither the position of the first differing byte nor the length of the
+ * key nor which key matched shows in the time taken.
  */
 @Component
+@Order(Ordered.HIGHEST_PRECEDENCE + 10)
 public final class ApiKeyFilter implements WebFilter {
-    private final List<byte[]> keys;
+    static final String ACTUATOR = "/actuator";
+
+    private final List<byte[]> keyDigests;
+    private final Set<String> openActuator;
 
     public ApiKeyFilter(ApiSettings settings) {
-        this.keys = settings.keys().stream().map(k -> k.getBytes(StandardCharsets.UTF_8)).toList();
+        this.keyDigests = settings.keys().stream().map(ApiKeyFilter::sha256).toList();
+        this.openActuator = Set.copyOf(settings.openActuator());
     }
 
     @Override
     public Mono<Void> filter(ServerWebExchange exchange, WebFilterChain chain) {
-        if (keys.isEmpty() || !protectedPath(exchange.getRequest().getPath().pathWithinApplication().value())) {
+        if (keyDigests.isEmpty() || !protectedPath(exchange.getRequest().getPath().pathWithinApplication().value())) {
             return chain.filter(exchange);
         }
         String auth = exchange.getRequest().getHeaders().getFirst(HttpHeaders.AUTHORIZATION);
         if (auth == null || !auth.regionMatches(true, 0, "Bearer ", 0, 7)) {
             return Mono.error(unauthorized("missing API key: send Authorization: Bearer <key>"));
         }
-        byte[] given = auth.substring(7).trim().getBytes(StandardCharsets.UTF_8);
-        boolean ok = false;
-        for (byte[] k : keys) {
-            ok |= MessageDigest.isEqual(k, given); // constant time per key; every key is compared
-        }
-        return ok ? chain.filter(exchange) : Mono.error(unauthorized("invalid API key"));
+        return matches(auth.substring(7).trim()) ? chain.filter(exchange)
+                : Mono.error(unauthorized("invalid API key"));
     }
 
-    static boolean protectedPath(String path) {
-        return path.startsWith("/v1/") || path.equals("/v1") || path.equals("/tokenize")
-                || path.equals("/detokenize");
+    /** True when {@code given} is one of the keys; takes the same time whichever key matches, if any. */
+    boolean matches(String given) {
+        byte[] digest = sha256(given);
+        boolean ok = false;
+        for (byte[] k : keyDigests) {
+            ok |= MessageDigest.isEqual(k, digest);
+        }
+        return ok;
+    }
+
+    /** Everything except the open actuator endpoints (and their sub-paths) needs a key. */
+    boolean protectedPath(String path) {
+        if (!path.startsWith(ACTUATOR + "/")) {
+            return true;
+        }
+        String rest = path.substring(ACTUATOR.length() + 1);
+        int slash = rest.indexOf('/');
+        String endpoint = slash < 0 ? rest : rest.substring(0, slash);
+        return !openActuator.contains(endpoint);
+    }
+
+    private static byte[] sha256(String key) {
+        try {
+            return MessageDigest.getInstance("SHA-256").digest(key.getBytes(StandardCharsets.UTF_8));
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("every JDK has SHA-256", e);
+        }
     }
 
     private static ApiException unauthorized(String message) {

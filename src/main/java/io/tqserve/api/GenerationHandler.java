@@ -1,5 +1,6 @@
 package io.tqserve.api;
 
+import io.tqserve.api.openai.ErrorBody;
 import io.tqserve.engine.GenerationEvent;
 import io.tqserve.engine.GenerationRequest;
 import io.tqserve.engine.LaneRejectedException;
@@ -9,8 +10,10 @@ import io.tqserve.routing.RouteRequest;
 import io.tqserve.routing.ServingRuntime;
 import java.nio.charset.StandardCharsets;
 import java.util.HexFormat;
+import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.MediaType;
@@ -44,14 +47,26 @@ public final class GenerationHandler {
     private final RequestParser parser;
 
     private final SnapshotHandler snapshots;
+    private final RequestDeadline deadline;
+    private final RequestLog requestLog;
 
+    /** Without the server's shutdown drain: requests end only at the request timeout (tests, tools). */
     public GenerationHandler(ServingRuntime runtime, ApiSettings settings, ApiScheduler scheduler,
             SnapshotHandler snapshots) {
+        this(runtime, settings, scheduler, new RequestDeadline(settings, new ShutdownDrain(settings)), snapshots);
+    }
+
+    @Autowired
+    public GenerationHandler(ServingRuntime runtime, ApiSettings settings, ApiScheduler scheduler,
+            RequestDeadline deadline, SnapshotHandler snapshots) {
         this.runtime = runtime;
         this.snapshots = snapshots;
         this.settings = settings;
         this.scheduler = scheduler.scheduler();
-        this.parser = new RequestParser(runtime.modelConfig().vocabSize());
+        this.parser = new RequestParser(runtime.modelConfig().vocabSize(), settings.maxMessages(),
+                settings.maxPromptChars());
+        this.deadline = deadline;
+        this.requestLog = new RequestLog(settings.logPrompts());
     }
 
     public Mono<ServerResponse> chat(ServerRequest request) {
@@ -123,9 +138,11 @@ public final class GenerationHandler {
                         "shutting_down", e.getMessage(), settings.retryAfter());
             };
         }
+        events = deadline.bound(events, arrival);
         RequestTiming timing = new RequestTiming(loaded.routing().observer(), decision.lane().kind(), arrival,
                 System.nanoTime());
         String id = r.endpoint().idPrefix() + HexFormat.of().formatHex(randomBytes());
+        requestLog.routed(id, r, gen, decision, () -> loaded.model().tokenizer().decode(gen.promptTokens()));
         long created = System.currentTimeMillis() / 1000;
         String model = r.model() != null ? r.model() : runtime.modelId();
         String fingerprint = "fp_" + loaded.model().fingerprint().substring(0, 10);
@@ -146,6 +163,9 @@ public final class GenerationHandler {
                 .publishOn(scheduler)
                 .map(all -> {
                     all.forEach(asm::on);
+                    if (asm.failure() != null) {
+                        throw deadline.toApiException(asm.failure());
+                    }
                     return asm.json();
                 })
                 .doFinally(s -> timing.end())
@@ -165,7 +185,8 @@ public final class GenerationHandler {
         Flux<String> main = Flux.concat(
                 Flux.fromIterable(enc.start(echoText)),
                 events.doOnNext(timing::on)
-                        .concatMapIterable(enc::on)
+                        .concatMapIterable(e -> e instanceof GenerationEvent.Failed f
+                                ? List.of(errorFrame(deadline.toApiException(f))) : enc.on(e))
                         .onErrorResume(e -> Flux.just(enc.error("generation failed: " + e.getMessage(),
                                 "server_error"))),
                 Flux.just(StreamEncoder.DONE));
@@ -177,6 +198,10 @@ public final class GenerationHandler {
                 .doOnNext(f -> lastFrame.set(System.nanoTime()))
                 .takeUntil(f -> f == StreamEncoder.DONE)
                 .doFinally(s -> timing.end());
+    }
+
+    private static String errorFrame(ApiException e) {
+        return StreamEncoder.frame(ErrorBody.of(e.getMessage(), e.type(), e.param(), e.code()));
     }
 
     private static byte[] randomBytes() {

@@ -54,7 +54,7 @@ public final class OpenAiErrorHandler implements WebExceptionHandler {
         }
         if (hasCause(ex, DataBufferLimitException.class)) {
             return new ApiException(HttpStatus.PAYLOAD_TOO_LARGE, "invalid_request_error", null, "body_too_large",
-                    "the request body is larger than the server accepts (spring.codec.max-in-memory-size)", null);
+                    "the request body is larger than the server accepts (spring.http.codecs.max-in-memory-size)", null);
         }
         if (ex instanceof ServerWebInputException in) {
             return ApiException.invalid(null, "could not read the request: " + in.getReason());

@@ -79,10 +79,10 @@ final class PromptBuilder {
         int maxTokens;
         if (r.maxTokens() != null) {
             maxTokens = r.maxTokens();
-            if (ids.length + maxTokens > context) {
+            if (maxTokens > context - ids.length) { // not ids.length + maxTokens: that overflows for huge values
                 throw ApiException.invalid(r.endpoint() == Endpoint.CHAT ? "max_completion_tokens" : "max_tokens",
                         "context_length_exceeded", "This model's maximum context length is " + context + " tokens. "
-                                + "However, you requested " + (ids.length + maxTokens) + " tokens (" + ids.length
+                                + "However, you requested " + ((long) ids.length + maxTokens) + " tokens (" + ids.length
                                 + " in the " + r.promptParam() + ", " + maxTokens + " in the completion). Please "
                                 + "reduce the length of the " + r.promptParam() + " or the completion.");
             }

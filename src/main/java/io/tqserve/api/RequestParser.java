@@ -25,9 +25,13 @@ final class RequestParser {
     private static final Set<String> ROLES = Set.of("system", "developer", "user", "assistant");
 
     private final int vocabSize;
+    private final int maxMessages;
+    private final int maxPromptChars;
 
-    RequestParser(int vocabSize) {
+    RequestParser(int vocabSize, int maxMessages, int maxPromptChars) {
         this.vocabSize = vocabSize;
+        this.maxMessages = maxMessages;
+        this.maxPromptChars = maxPromptChars;
     }
 
     ParsedRequest parse(JsonNode body, Endpoint endpoint, String laneHeader) {
@@ -35,6 +39,9 @@ final class RequestParser {
             throw ApiException.invalid(null, "the request body must be a JSON object");
         }
         String model = optString(body, "model");
+        if (model != null) {
+            InputLimits.text(model, "model", InputLimits.MAX_MODEL_CHARS);
+        }
         List<ChatMessage> messages = null;
         String promptText = null;
         int[] promptIds = null;
@@ -68,7 +75,7 @@ final class RequestParser {
                 prompt = prompt.get(0); // a batch of one prompt
             }
             if (prompt.isString()) {
-                promptText = prompt.asString();
+                promptText = InputLimits.text(prompt.asString(), "prompt", maxPromptChars);
                 if (promptText.isEmpty()) {
                     throw ApiException.invalid("prompt", "prompt must not be empty");
                 }
@@ -130,7 +137,7 @@ final class RequestParser {
                 optBoolean(body, "ignore_eos", false), lane(body, laneHeader), kvSnapshot);
     }
 
-    private static List<ChatMessage> messages(JsonNode body) {
+    private List<ChatMessage> messages(JsonNode body) {
         JsonNode ms = body.get("messages");
         if (ms == null || ms.isNull()) {
             throw ApiException.invalid("messages", "messages is required");
@@ -138,6 +145,8 @@ final class RequestParser {
         if (!ms.isArray() || ms.isEmpty()) {
             throw ApiException.invalid("messages", "messages must be a non-empty array");
         }
+        InputLimits.count(ms.size(), "messages", maxMessages);
+        long chars = 0;
         List<ChatMessage> out = new ArrayList<>(ms.size());
         for (int i = 0; i < ms.size(); i++) {
             JsonNode m = ms.get(i);
@@ -151,10 +160,15 @@ final class RequestParser {
             }
             String role = roleNode.asString();
             if (!ROLES.contains(role)) {
-                throw ApiException.invalid(p + ".role", "unsupported role '" + role
+                throw ApiException.invalid(p + ".role", "unsupported role '" + printable(role)
                         + "' (supported: system, developer, user, assistant)");
             }
-            out.add(new ChatMessage(role.equals("developer") ? "system" : role, content(m.get("content"), p)));
+            String content = InputLimits.text(content(m.get("content"), p), p + ".content", maxPromptChars);
+            chars += content.length();
+            if (chars > maxPromptChars) {
+                throw InputLimits.tooLong("messages", chars, maxPromptChars);
+            }
+            out.add(new ChatMessage(role.equals("developer") ? "system" : role, content));
         }
         return out;
     }
@@ -216,7 +230,8 @@ final class RequestParser {
             try {
                 id = Integer.parseInt(e.getKey());
             } catch (NumberFormatException ex) {
-                throw ApiException.invalid("logit_bias", "logit_bias key '" + e.getKey() + "' is not a token id");
+                throw ApiException.invalid("logit_bias", "logit_bias key '" + printable(e.getKey())
+                        + "' is not a token id");
             }
             if (id < 0 || id >= vocabSize) {
                 throw ApiException.invalid("logit_bias", "logit_bias token id " + id + " is outside [0, " + vocabSize
@@ -238,7 +253,7 @@ final class RequestParser {
         }
         List<String> out = new ArrayList<>();
         if (s.isString()) {
-            out.add(s.asString());
+            out.add(InputLimits.text(s.asString(), "stop", InputLimits.MAX_STOP_CHARS));
         } else if (s.isArray()) {
             if (s.size() > MAX_STOP) {
                 throw ApiException.invalid("stop", "stop may hold at most " + MAX_STOP + " sequences");
@@ -247,7 +262,7 @@ final class RequestParser {
                 if (!x.isString()) {
                     throw ApiException.invalid("stop", "stop must be a string or an array of strings");
                 }
-                out.add(x.asString());
+                out.add(InputLimits.text(x.asString(), "stop", InputLimits.MAX_STOP_CHARS));
             }
         } else {
             throw ApiException.invalid("stop", "stop must be a string or an array of strings");
@@ -276,6 +291,14 @@ final class RequestParser {
             case "batched" -> Optional.of(Lane.Kind.BATCHED);
             default -> throw ApiException.invalid(param, param + " must be auto, turbo or batched");
         };
+    }
+
+    /** Client text quoted in an error message: at most 64 characters, unpaired surrogates replaced. */
+    static String printable(String s) {
+        String cut = s.length() > 64 ? s.substring(0, 64) + "..." : s;
+        StringBuilder sb = new StringBuilder(cut.length());
+        cut.codePoints().forEach(cp -> sb.appendCodePoint(Character.isSurrogate((char) cp) && cp < 0x10000 ? 0xFFFD : cp));
+        return sb.toString();
     }
 
     private static String optString(JsonNode body, String name) {

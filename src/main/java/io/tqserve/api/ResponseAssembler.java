@@ -65,6 +65,11 @@ final class ResponseAssembler {
         }
     }
 
+    /** The failure the sequence ended with, or null. */
+    GenerationEvent.Failed failure() {
+        return failed;
+    }
+
     /** The response body; a failed or unfinished sequence becomes a 500 with an OpenAI error body. */
     String json() {
         if (failed != null || finished == null) {

@@ -63,7 +63,7 @@ public final class TokenizeHandler {
                         if (!body.isObject()) {
                             throw ApiException.invalid(null, "the request body must be a JSON object");
                         }
-                        String text = tokenizeText(body, model);
+                        String text = tokenizeText(body, model, settings);
                         int[] ids = model.tokenizer().encode(text);
                         Map<String, Object> out = new LinkedHashMap<>();
                         out.put("count", ids.length);
@@ -75,19 +75,21 @@ public final class TokenizeHandler {
         });
     }
 
-    static String tokenizeText(JsonNode body, Model model) {
+    /** The text a tokenize (or snapshot) request names: its prompt, or its messages rendered by the chat template. */
+    static String tokenizeText(JsonNode body, Model model, ApiSettings settings) {
         JsonNode prompt = body.get("prompt");
         JsonNode messages = body.get("messages");
         if (prompt != null && !prompt.isNull()) {
             if (!prompt.isString()) {
                 throw ApiException.invalid("prompt", "prompt must be a string");
             }
-            return prompt.asString();
+            return InputLimits.text(prompt.asString(), "prompt", settings.maxPromptChars());
         }
         if (messages == null || messages.isNull()) {
             throw ApiException.invalid("prompt", "give a prompt (text) or messages (chat)");
         }
-        ParsedRequest chat = new RequestParser(model.config().vocabSize()).parse(body, Endpoint.CHAT, null);
+        ParsedRequest chat = new RequestParser(model.config().vocabSize(), settings.maxMessages(),
+                settings.maxPromptChars()).parse(body, Endpoint.CHAT, null);
         ChatTemplate template = model.chatTemplate();
         if (template == null) {
             throw ApiException.invalid("messages", "the served model has no chat template");
@@ -95,7 +97,11 @@ public final class TokenizeHandler {
         JsonNode agp = body.get("add_generation_prompt");
         boolean addGenerationPrompt = agp == null || !agp.isBoolean() || agp.booleanValue();
         List<ChatMessage> ms = new ArrayList<>(chat.messages());
-        return template.render(ms, addGenerationPrompt);
+        try {
+            return template.render(ms, addGenerationPrompt);
+        } catch (RuntimeException e) {
+            throw ApiException.invalid("messages", "the chat template rejected the messages: " + e.getMessage());
+        }
     }
 
     public Mono<ServerResponse> detokenize(ServerRequest request) {

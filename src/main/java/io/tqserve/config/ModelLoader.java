@@ -177,6 +177,11 @@ public final class ModelLoader implements SmartLifecycle {
      * error events of the streams they end; at startup loading begins once the port is open.
      */
     @Override
+    public boolean isPauseable() {
+        return false; // a paused (test-cached) context is not a shutdown: keep the model, lanes and admission as they are
+    }
+
+    @Override
     public int getPhase() {
         return SmartLifecycle.DEFAULT_PHASE - 1536;
     }

@@ -7,6 +7,7 @@ import io.tqserve.routing.RequestObserver;
 import io.tqserve.routing.RouteDecision;
 import io.tqserve.routing.ServingRuntime;
 import java.util.List;
+import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.context.properties.ConfigurationPropertiesBinding;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
@@ -32,7 +33,8 @@ public class ServingConfiguration {
     ApiSettings apiSettings(TqserveProperties props) {
         TqserveProperties.Api a = props.api();
         return new ApiSettings(a.keys(), a.strictModelId(), a.defaultMaxTokens(), a.keepAliveInterval(),
-                a.retryAfter());
+                a.retryAfter(), a.requestTimeout(), a.shutdownGracePeriod(), a.logPrompts(), a.maxMessages(),
+                a.maxPromptChars(), a.openActuator(), a.cors().allowedOrigins());
     }
 
     @Bean
@@ -43,7 +45,10 @@ public class ServingConfiguration {
 
     @Bean
     StartupValidator.Plan servingPlan(TqserveProperties props) {
-        return StartupValidator.validate(props);
+        StartupValidator.Plan plan = StartupValidator.validate(props);
+        KvMemoryCheck.checkThisMachine(plan.plans(), props.lanes().batched().maxBatch())
+                .ifPresent(LoggerFactory.getLogger(KvMemoryCheck.class)::warn);
+        return plan;
     }
 
     @Bean

@@ -107,17 +107,36 @@ public record TqserveProperties(@Valid @DefaultValue Model model, @Valid @Defaul
     }
 
     /**
-     * @param keys              API keys; non-empty = Bearer auth on /v1/*, /tokenize and /detokenize
-     * @param strictModelId     reject requests whose "model" is not the served id (else any id is an alias)
-     * @param defaultMaxTokens  chat max_tokens when the request gives none (capped by the context left)
-     * @param keepAliveInterval SSE comment interval while a stream has nothing else to send
-     * @param retryAfter        Retry-After sent with 429 (queue full) and 503 (loading)
+     * @param keys                API keys; non-empty = Bearer auth on everything but the open actuator endpoints
+     * @param strictModelId       reject requests whose "model" is not the served id (else any id is an alias)
+     * @param defaultMaxTokens    chat max_tokens when the request gives none (capped by the context left)
+     * @param keepAliveInterval   SSE comment interval while a stream has nothing else to send
+     * @param retryAfter          Retry-After sent with 429 (queue full) and 503 (loading, shutting down)
+     * @param requestTimeout      a generation request that has not ended this long after it arrived ends with a
+     *                            timeout error (0 = no limit)
+     * @param shutdownGracePeriod at shutdown, how long running requests may finish before they are ended
+     * @param logPrompts          log prompt text with each request (off: only counts and ids are logged)
+     * @param maxMessages         most chat messages in one request
+     * @param maxPromptChars      most characters of prompt text (all messages together) in one request
+     * @param openActuator        actuator endpoints that stay open when keys are set (the others need the key)
+     * @param cors                cross-origin access for browsers
      */
     public record Api(@DefaultValue List<String> keys, @DefaultValue("false") boolean strictModelId,
             @DefaultValue("512") @Min(1) int defaultMaxTokens, @DefaultValue("5s") @NotNull Duration keepAliveInterval,
-            @DefaultValue("1s") @NotNull Duration retryAfter) {
+            @DefaultValue("1s") @NotNull Duration retryAfter, @DefaultValue("10m") @NotNull Duration requestTimeout,
+            @DefaultValue("15s") @NotNull Duration shutdownGracePeriod, @DefaultValue("false") boolean logPrompts,
+            @DefaultValue("1000") @Min(1) int maxMessages, @DefaultValue("1000000") @Min(1) int maxPromptChars,
+            @DefaultValue("health") List<String> openActuator, @Valid @DefaultValue Cors cors) {
         public Api {
             keys = keys == null ? List.of() : List.copyOf(keys);
+            openActuator = openActuator == null ? List.of() : List.copyOf(openActuator);
+        }
+    }
+
+    /** @param allowedOrigins origins (e.g. https://app.example.com, or *) browsers may call the API from; empty = CORS off */
+    public record Cors(@DefaultValue List<String> allowedOrigins) {
+        public Cors {
+            allowedOrigins = allowedOrigins == null ? List.of() : List.copyOf(allowedOrigins);
         }
     }
 }

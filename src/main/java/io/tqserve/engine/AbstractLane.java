@@ -137,8 +137,8 @@ abstract class AbstractLane implements Lane {
 
     /** Allocates the sequence's cache and counts it as running. */
     protected void activate(Sequence seq) {
-        seq.cache = KvCacheFactory.create(scheme, model.transformer().attentionShape(), model.transformer().backend(),
-                cacheTokens(seq.request));
+        seq.cache = stepHook.decorateCache(seq.request, KvCacheFactory.create(scheme,
+                model.transformer().attentionShape(), model.transformer().backend(), cacheTokens(seq.request)));
         runningCount.incrementAndGet();
         PromptCache pc = promptCache;
         KvSnapshot resume = seq.request.resumeFrom();
@@ -249,15 +249,23 @@ abstract class AbstractLane implements Lane {
         }
     }
 
-    /** Runs the hook and the sampler step of one sequence; a throw fails that sequence only. */
+    /**
+     * Runs the hook and the sampler step of one sequence; a throw fails that sequence only — also an Error (an
+     * assertion, a stack overflow in a detokenizer), which would otherwise escape the step and wedge the lane.
+     */
     protected boolean step(Sequence seq, float[] logits, int off) {
         try {
             stepHook.beforeSample(seq.request, seq.generated);
             return seq.onLogits(logits, off);
-        } catch (RuntimeException e) {
-            seq.fail("generation failed: " + e.getMessage(), "server_error");
+        } catch (RuntimeException | Error e) {
+            seq.fail("generation failed: " + describe(e), "server_error");
             return true;
         }
+    }
+
+    /** A throwable's message for a client, or its class name when it has none (many Errors). */
+    static String describe(Throwable t) {
+        return t.getMessage() != null ? t.getMessage() : t.getClass().getSimpleName();
     }
 
     private void loopGuarded() {

@@ -149,8 +149,8 @@ public final class BatchedBf16Lane extends AbstractLane {
             try {
                 activate(s);
                 active.add(s);
-            } catch (RuntimeException e) {
-                s.fail("could not start the sequence: " + e.getMessage(), "server_error");
+            } catch (RuntimeException | OutOfMemoryError e) { // an allocation failure fails this sequence only
+                s.fail("could not start the sequence: " + describe(e), "server_error");
                 release(s);
             }
         }
@@ -162,7 +162,7 @@ public final class BatchedBf16Lane extends AbstractLane {
         float[] logits;
         try {
             logits = t.forward(state, chunks);
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | Error e) {
             for (Sequence s : owners) {
                 s.cache.truncate(s.cache.length()); // drop what the failed pass stored
             }
@@ -171,9 +171,9 @@ public final class BatchedBf16Lane extends AbstractLane {
                 try {
                     float[] one = t.forward(state, List.of(chunks.get(i)));
                     consume(s, chunks.get(i), one, 0);
-                } catch (RuntimeException single) {
+                } catch (RuntimeException | Error single) {
                     s.cache.truncate(s.cache.length());
-                    s.fail("generation failed: " + single.getMessage(), "server_error");
+                    s.fail("generation failed: " + describe(single), "server_error");
                 }
             }
             return;

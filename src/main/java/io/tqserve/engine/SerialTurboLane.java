@@ -65,8 +65,8 @@ public final class SerialTurboLane extends AbstractLane {
             if (closed && !seq.done()) {
                 seq.fail("the server is shutting down", "server_shutdown");
             }
-        } catch (RuntimeException e) {
-            seq.fail("generation failed: " + e.getMessage(), "server_error");
+        } catch (RuntimeException | Error e) { // a failed step or allocation fails this sequence only
+            seq.fail("generation failed: " + describe(e), "server_error");
         } finally {
             release(seq);
             current = null;

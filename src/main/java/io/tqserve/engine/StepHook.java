@@ -1,5 +1,7 @@
 package io.tqserve.engine;
 
+import io.tqserve.kv.KvCache;
+
 /** Runs before each sampling step of each sequence. Production uses {@link #NONE}; tests inject faults. */
 @FunctionalInterface
 public interface StepHook {
@@ -7,4 +9,12 @@ public interface StepHook {
     };
 
     void beforeSample(GenerationRequest request, int generated);
+
+    /**
+     * Sees each sequence's KV cache when the lane allocates it and returns the cache the sequence uses. Tests wrap
+     * it to fail inside the forward pass, or throw here to fail the allocation.
+     */
+    default KvCache decorateCache(GenerationRequest request, KvCache cache) {
+        return cache;
+    }
 }

@@ -59,12 +59,27 @@ class ApiKeyFilterTest {
     }
 
     @Test
-    void actuatorStaysOpen() {
+    void healthStaysOpenAndTheOtherActuatorEndpointsNeedTheKey() {
         ApiKeyFilter f = new ApiKeyFilter(settings(List.of("k1")));
-        for (String path : new String[] {"/actuator/health", "/actuator/health/readiness", "/actuator/prometheus",
-                "/actuator/info"}) {
+        for (String path : new String[] {"/actuator/health", "/actuator/health/readiness",
+                "/actuator/health/liveness"}) {
             assertThat(call(f, MockServerHttpRequest.get(path).build())[0]).isEqualTo("passed");
         }
+        for (String path : new String[] {"/actuator/prometheus", "/actuator/info", "/actuator/metrics",
+                "/actuator", "/actuator/", "/actuator/healthx", "/anything", "/v1/kv/snapshots/x"}) {
+            assertThat(call(f, MockServerHttpRequest.get(path).build())[0]).as(path).isEqualTo("401");
+            assertThat(call(f, MockServerHttpRequest.get(path).header("Authorization", "Bearer k1").build())[0])
+                    .as(path).isEqualTo("passed");
+        }
+    }
+
+    @Test
+    void openActuatorEndpointsAreConfigurable() {
+        ApiKeyFilter f = new ApiKeyFilter(new ApiSettings(List.of("k1"), false, 512, Duration.ofSeconds(5),
+                Duration.ofSeconds(1), Duration.ofMinutes(10), Duration.ofSeconds(15), false, 1000, 1_000_000,
+                List.of("health", "prometheus"), List.of()));
+        assertThat(call(f, MockServerHttpRequest.get("/actuator/prometheus").build())[0]).isEqualTo("passed");
+        assertThat(call(f, MockServerHttpRequest.get("/actuator/info").build())[0]).isEqualTo("401");
     }
 
     @Test
