@@ -3,6 +3,7 @@ package io.tqserve.api;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.tqserve.config.TqserveApplication;
+import io.tqserve.routing.ServingRuntime;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -10,7 +11,9 @@ import java.io.OutputStream;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.Locale;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
 
@@ -23,6 +26,8 @@ import org.springframework.boot.test.web.server.LocalServerPort;
 class KeepAliveConnectionTest {
     @LocalServerPort
     int port;
+    @Autowired
+    ServingRuntime runtime;
 
     /** Reads one HTTP/1.1 response (Content-Length or chunked) and returns its status code. */
     static int readResponse(InputStream in) throws IOException {
@@ -64,7 +69,8 @@ class KeepAliveConnectionTest {
     }
 
     @Test
-    void everyRequestOnOneKeepAliveConnectionIsAnswered() throws IOException {
+    void everyRequestOnOneKeepAliveConnectionIsAnswered() throws Exception {
+        runtime.whenLoaded().get(60, TimeUnit.SECONDS); // health is 503 until then
         String[] paths = {"/actuator/health", "/actuator/health/readiness", "/v1/models", "/v1/nope",
             "/actuator/env", "/actuator/metrics/tqserve.kv.bytes.per.token"};
         int[] expected = {200, 200, 200, 404, 404, 200};
