@@ -71,6 +71,22 @@ class ArchitectureRulesTest {
     }
 
     @Test
+    void apiDependsOnRoutingEngineAndModelButNotOnTheCompositionRoot() {
+        noClasses().that().resideInAPackage("io.tqserve.api..")
+                .should().dependOnClassesThat().resideInAnyPackage("io.tqserve.config..", "io.tqserve.management..",
+                        "io.tqserve.cli..", "io.tqserve.backend.cpu..", "io.tqserve.backend.mlx..")
+                .check(classes);
+    }
+
+    @Test
+    void managementReadsRuntimeStateButNotTheCompositionRoot() {
+        noClasses().that().resideInAPackage("io.tqserve.management..")
+                .should().dependOnClassesThat().resideInAnyPackage("io.tqserve.config..",
+                        "io.tqserve.backend.cpu..", "io.tqserve.backend.mlx..")
+                .check(classes);
+    }
+
+    @Test
     void managementDoesNotDependOnApiOrCli() {
         noClasses().that().resideInAPackage("io.tqserve.management..")
                 .should().dependOnClassesThat().resideInAnyPackage("io.tqserve.api..", "io.tqserve.cli..")

@@ -1,5 +1,6 @@
 package io.tqserve.api;
 
+import static org.springframework.web.reactive.function.server.RequestPredicates.DELETE;
 import static org.springframework.web.reactive.function.server.RequestPredicates.GET;
 import static org.springframework.web.reactive.function.server.RequestPredicates.POST;
 
@@ -14,7 +15,8 @@ import org.springframework.web.reactive.function.server.ServerResponse;
 public class ApiRoutes {
 
     @Bean
-    RouterFunction<ServerResponse> tqserveApi(GenerationHandler generation, TokenizeHandler tokens) {
+    RouterFunction<ServerResponse> tqserveApi(GenerationHandler generation, TokenizeHandler tokens,
+            SnapshotHandler snapshots) {
         return RouterFunctions.route()
                 .route(POST("/v1/chat/completions"), generation::chat)
                 .route(POST("/v1/completions"), generation::completions)
@@ -22,6 +24,9 @@ public class ApiRoutes {
                 .route(GET("/v1/models/{id}"), tokens::model)
                 .route(POST("/tokenize"), tokens::tokenize)
                 .route(POST("/detokenize"), tokens::detokenize)
+                .route(POST("/v1/kv/snapshots"), snapshots::create)
+                .route(GET("/v1/kv/snapshots"), snapshots::list)
+                .route(DELETE("/v1/kv/snapshots/{id}"), snapshots::delete)
                 .build();
     }
 }

@@ -26,7 +26,7 @@ import reactor.core.publisher.Mono;
  * error body.
  */
 @Component
-@Order(Ordered.HIGHEST_PRECEDENCE + 5)
+@Order(Ordered.HIGHEST_PRECEDENCE + 1) // right after AsyncDispatchFilter, before the API key filter
 public final class CorsFilter implements WebFilter {
     static final List<String> EXPOSED = List.of(GenerationHandler.LANE_HEADER, GenerationHandler.REASON_HEADER,
             HttpHeaders.RETRY_AFTER);

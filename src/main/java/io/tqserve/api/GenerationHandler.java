@@ -29,9 +29,11 @@ import reactor.core.scheduler.Scheduler;
 /**
  * {@code POST /v1/chat/completions} and {@code POST /v1/completions}: parse and validate on the event loop
  * (cheap), render and tokenize on the API scheduler, route, submit to the lane, then stream SSE frames or
- * collect one JSON body. Lane events are moved onto the API scheduler before they are encoded, so neither the
- * lane threads nor the Netty event loop serialize JSON. Cancelling the response (client gone) cancels the lane's
- * Flux, which cancels the sequence and frees its KV memory.
+ * collect one JSON body. A streamed token is encoded (a few microseconds of JSON) on the lane thread that emitted
+ * it and handed straight to Netty: one more thread hop per token cost more CPU on a small machine than the
+ * encoding itself (docs/benchmarks.md). A non-streamed body is assembled on the API scheduler. Nothing here runs
+ * on the Netty event loop but parsing. Cancelling the response (client gone) cancels the lane's Flux, which
+ * cancels the sequence and frees its KV memory.
  */
 @Component
 public final class GenerationHandler {
@@ -44,18 +46,21 @@ public final class GenerationHandler {
     private final Scheduler scheduler;
     private final RequestParser parser;
 
+    private final SnapshotHandler snapshots;
     private final RequestDeadline deadline;
     private final RequestLog requestLog;
 
     /** Without the server's shutdown drain: requests end only at the request timeout (tests, tools). */
-    public GenerationHandler(ServingRuntime runtime, ApiSettings settings, ApiScheduler scheduler) {
-        this(runtime, settings, scheduler, new RequestDeadline(settings, new ShutdownDrain(settings)));
+    public GenerationHandler(ServingRuntime runtime, ApiSettings settings, ApiScheduler scheduler,
+            SnapshotHandler snapshots) {
+        this(runtime, settings, scheduler, new RequestDeadline(settings, new ShutdownDrain(settings)), snapshots);
     }
 
     @Autowired
     public GenerationHandler(ServingRuntime runtime, ApiSettings settings, ApiScheduler scheduler,
-            RequestDeadline deadline) {
+            RequestDeadline deadline, SnapshotHandler snapshots) {
         this.runtime = runtime;
+        this.snapshots = snapshots;
         this.settings = settings;
         this.scheduler = scheduler.scheduler();
         this.parser = new RequestParser(runtime.modelConfig().vocabSize(), settings.maxMessages(),
@@ -82,7 +87,8 @@ public final class GenerationHandler {
                     .map(body -> parser.parse(Json.read(body), endpoint, laneHeader))
                     .doOnNext(this::checkModel)
                     .publishOn(scheduler)
-                    .map(builder::prepare)
+                    .map(p -> builder.prepare(p, p.kvSnapshot() == null ? null
+                            : snapshots.resolve(p.kvSnapshot(), loaded.model())))
                     .flatMap(p -> respond(p, loaded, arrival, request.exchange().getResponse().getHeaders()));
         });
     }
@@ -101,7 +107,18 @@ public final class GenerationHandler {
         GenerationRequest gen = p.generation();
         RouteDecision decision;
         try {
-            decision = loaded.routing().route(new RouteRequest(gen.worstCaseTokens(), r.lane()));
+            java.util.Optional<io.tqserve.engine.Lane.Kind> override = r.lane();
+            if (gen.resumeFrom() != null) {
+                // a snapshot continues on the lane whose KV scheme wrote it
+                override = loaded.routing().lanes().stream()
+                        .filter(l -> l.scheme().equals(gen.resumeFrom().scheme())).map(io.tqserve.engine.Lane::kind)
+                        .findFirst().or(() -> {
+                            throw ApiException.invalid("tqserve_kv_snapshot", "snapshot_scheme_not_served",
+                                    "the snapshot holds a " + gen.resumeFrom().scheme().id()
+                                            + " KV cache and no enabled lane uses that scheme");
+                        });
+            }
+            decision = loaded.routing().route(new RouteRequest(gen.worstCaseTokens(), override));
         } catch (NoLaneFitsException e) {
             throw ApiException.invalid(r.endpoint() == Endpoint.CHAT ? "max_completion_tokens" : "max_tokens",
                     "kv_budget_exceeded", e.getMessage());
@@ -141,15 +158,16 @@ public final class GenerationHandler {
         }
         ResponseAssembler asm = new ResponseAssembler(r.endpoint(), id, created, model, fingerprint, r.logprobs(),
                 loaded.model().tokenizer(), p.echoText());
-        return events.publishOn(scheduler)
-                .doOnNext(timing::on)
-                .doOnNext(asm::on)
-                .then(Mono.fromCallable(() -> {
+        return events.doOnNext(timing::on)
+                .collectList()
+                .publishOn(scheduler)
+                .map(all -> {
+                    all.forEach(asm::on);
                     if (asm.failure() != null) {
                         throw deadline.toApiException(asm.failure());
                     }
                     return asm.json();
-                }))
+                })
                 .doFinally(s -> timing.end())
                 .flatMap(json -> ok.contentType(MediaType.APPLICATION_JSON)
                         .bodyValue(json.getBytes(StandardCharsets.UTF_8)));
@@ -166,14 +184,14 @@ public final class GenerationHandler {
         long every = settings.keepAliveInterval().toNanos();
         Flux<String> main = Flux.concat(
                 Flux.fromIterable(enc.start(echoText)),
-                events.publishOn(scheduler)
-                        .doOnNext(timing::on)
+                events.doOnNext(timing::on)
                         .concatMapIterable(e -> e instanceof GenerationEvent.Failed f
                                 ? List.of(errorFrame(deadline.toApiException(f))) : enc.on(e))
                         .onErrorResume(e -> Flux.just(enc.error("generation failed: " + e.getMessage(),
                                 "server_error"))),
                 Flux.just(StreamEncoder.DONE));
         Flux<String> keepAlive = Flux.interval(settings.keepAliveInterval())
+                .onBackpressureDrop() // a client that stops reading must not make the timer fail the stream
                 .filter(tick -> System.nanoTime() - lastFrame.get() >= every)
                 .map(tick -> StreamEncoder.KEEP_ALIVE);
         return Flux.merge(main, keepAlive)

@@ -32,12 +32,13 @@ import java.util.Optional;
  * @param echo             completions: prepend the prompt
  * @param ignoreEos        keep generating past end-of-sequence (vLLM extension)
  * @param lane             the lane the request asked for
+ * @param kvSnapshot       completions: id of a KV snapshot to continue from ({@code tqserve_kv_snapshot}), or null
  */
 public record ParsedRequest(Endpoint endpoint, String model, List<ChatMessage> messages, String promptText,
         int[] promptIds, Integer maxTokens, Float temperature, Float topP, Integer topK, float minP, Long seed,
         float presencePenalty, float frequencyPenalty, Float repetitionPenalty, Map<Integer, Float> logitBias,
         List<String> stop, boolean stream, boolean includeUsage, int topLogprobs, boolean echo, boolean ignoreEos,
-        Optional<Lane.Kind> lane) {
+        Optional<Lane.Kind> lane, String kvSnapshot) {
 
     /** The request field that holds the prompt, for error messages. */
     public String promptParam() {

@@ -34,6 +34,11 @@ final class PromptBuilder {
     }
 
     Prepared prepare(ParsedRequest r) {
+        return prepare(r, null);
+    }
+
+    /** As {@link #prepare(ParsedRequest)}, the prompt appended to a KV snapshot's tokens when one is given. */
+    Prepared prepare(ParsedRequest r, io.tqserve.kv.store.KvSnapshot prefix) {
         int[] ids;
         String echo = "";
         if (r.endpoint() == Endpoint.CHAT) {
@@ -56,6 +61,11 @@ final class PromptBuilder {
         } else {
             ids = model.tokenizer().encode(r.promptText());
             echo = r.echo() ? r.promptText() : "";
+        }
+        if (prefix != null) {
+            int[] all = java.util.Arrays.copyOf(prefix.tokens(), prefix.tokens().length + ids.length);
+            System.arraycopy(ids, 0, all, prefix.tokens().length, ids.length);
+            ids = all;
         }
         int context = model.config().maxPositions();
         if (ids.length == 0) {
@@ -89,6 +99,6 @@ final class PromptBuilder {
         SamplingParams params = new SamplingParams(temperature, topK, topP, r.minP(), r.seed(), repetition,
                 r.presencePenalty(), r.frequencyPenalty(), r.logitBias(), maxTokens, r.stop(), r.ignoreEos(),
                 r.topLogprobs());
-        return new Prepared(r, echo, new GenerationRequest(ids, params));
+        return new Prepared(r, echo, new GenerationRequest(ids, params, prefix, null));
     }
 }

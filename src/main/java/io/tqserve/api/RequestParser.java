@@ -46,8 +46,12 @@ final class RequestParser {
         String promptText = null;
         int[] promptIds = null;
         boolean echo = false;
+        String kvSnapshot = null;
         int topLogprobs;
         if (endpoint == Endpoint.CHAT) {
+            if (body.has("tqserve_kv_snapshot")) {
+                throw ApiException.invalid("tqserve_kv_snapshot", "tqserve_kv_snapshot works with /v1/completions only");
+            }
             messages = messages(body);
             boolean logprobs = optBoolean(body, "logprobs", false);
             Integer top = optInt(body, "top_logprobs", 0, MAX_TOP_LOGPROBS);
@@ -57,9 +61,16 @@ final class RequestParser {
             topLogprobs = logprobs ? (top == null ? 0 : top) : -1;
         } else {
             JsonNode prompt = body.get("prompt");
-            if (prompt == null || prompt.isNull()) {
+            kvSnapshot = optString(body, "tqserve_kv_snapshot");
+            if (kvSnapshot != null && (prompt == null || prompt.isNull()
+                    || (prompt.isString() && prompt.asString().isEmpty()))) {
+                prompt = null; // continuing a snapshot: the appended prompt may be empty
+            } else if (prompt == null || prompt.isNull()) {
                 throw ApiException.invalid("prompt", "prompt is required");
             }
+            if (prompt == null) {
+                promptText = "";
+            } else {
             if (prompt.isArray() && prompt.size() == 1 && (prompt.get(0).isString() || prompt.get(0).isArray())) {
                 prompt = prompt.get(0); // a batch of one prompt
             }
@@ -74,6 +85,7 @@ final class RequestParser {
                 throw ApiException.invalid("prompt", "only one prompt per request is supported");
             } else {
                 throw ApiException.invalid("prompt", "prompt must be a non-empty string or an array of token ids");
+            }
             }
             JsonNode suffix = body.get("suffix");
             if (suffix != null && !suffix.isNull() && !(suffix.isString() && suffix.asString().isEmpty())) {
@@ -122,7 +134,7 @@ final class RequestParser {
         return new ParsedRequest(endpoint, model, messages, promptText, promptIds, maxTokens, temperature, topP, topK,
                 minP == null ? 0f : minP, seed, presence == null ? 0f : presence, frequency == null ? 0f : frequency,
                 repetition, logitBias(body), stop(body), stream, includeUsage, topLogprobs, echo,
-                optBoolean(body, "ignore_eos", false), lane(body, laneHeader));
+                optBoolean(body, "ignore_eos", false), lane(body, laneHeader), kvSnapshot);
     }
 
     private List<ChatMessage> messages(JsonNode body) {

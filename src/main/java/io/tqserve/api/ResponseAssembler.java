@@ -76,7 +76,7 @@ final class ResponseAssembler {
             throw new ApiException(HttpStatus.INTERNAL_SERVER_ERROR, failed == null ? "server_error" : failed.type(),
                     null, null, failed == null ? "the sequence ended without a result" : failed.message(), null);
         }
-        Usage usage = Usage.of(finished.promptTokens(), finished.completionTokens());
+        Usage usage = Usage.of(finished.promptTokens(), finished.completionTokens(), finished.cachedTokens());
         String reason = finished.reason().wireName();
         if (endpoint == Endpoint.CHAT) {
             ChatLogprobs lp = logprobs ? new ChatLogprobs(chatLogprobs, null) : null;

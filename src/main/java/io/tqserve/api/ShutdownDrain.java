@@ -40,7 +40,7 @@ public final class ShutdownDrain implements WebFilter, SmartLifecycle {
     private static final Logger log = LoggerFactory.getLogger(ShutdownDrain.class);
 
     private final ApiSettings settings;
-    private final Sinks.Empty<Void> shutdown = Sinks.empty();
+    private volatile Sinks.Empty<Void> shutdown = Sinks.empty();
     private final Object lock = new Object();
     private int inFlight;          // API requests whose response has not ended; guarded by lock
     private volatile boolean draining;
@@ -93,8 +93,14 @@ public final class ShutdownDrain implements WebFilter, SmartLifecycle {
                 "the server is shutting down; retry on another instance", settings.retryAfter());
     }
 
+    /**
+     * (Re)starts accepting requests. A context can be stopped and started again without closing (Spring's test
+     * framework pauses cached contexts that way), so a past drain must not outlive a restart.
+     */
     @Override
     public void start() {
+        shutdown = Sinks.empty();
+        draining = false;
         running = true;
     }
 

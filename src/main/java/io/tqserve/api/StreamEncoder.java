@@ -95,7 +95,7 @@ final class StreamEncoder {
         out.add(endpoint == Endpoint.CHAT ? chat(new ChatCompletionChunk.Delta(null, null), null, reason)
                 : completion("", null, reason));
         if (includeUsage) {
-            Usage usage = Usage.of(f.promptTokens(), f.completionTokens());
+            Usage usage = Usage.of(f.promptTokens(), f.completionTokens(), f.cachedTokens());
             out.add(endpoint == Endpoint.CHAT
                     ? frame(new ChatCompletionChunk(id, created, model, fingerprint, List.of(), usage))
                     : frame(new Completion(id, created, model, fingerprint, List.of(), usage)));

@@ -63,7 +63,7 @@ public final class TokenizeHandler {
                         if (!body.isObject()) {
                             throw ApiException.invalid(null, "the request body must be a JSON object");
                         }
-                        String text = tokenizeText(body, model);
+                        String text = tokenizeText(body, model, settings);
                         int[] ids = model.tokenizer().encode(text);
                         Map<String, Object> out = new LinkedHashMap<>();
                         out.put("count", ids.length);
@@ -75,7 +75,8 @@ public final class TokenizeHandler {
         });
     }
 
-    private String tokenizeText(JsonNode body, Model model) {
+    /** The text a tokenize (or snapshot) request names: its prompt, or its messages rendered by the chat template. */
+    static String tokenizeText(JsonNode body, Model model, ApiSettings settings) {
         JsonNode prompt = body.get("prompt");
         JsonNode messages = body.get("messages");
         if (prompt != null && !prompt.isNull()) {

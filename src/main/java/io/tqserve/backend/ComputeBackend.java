@@ -1,5 +1,6 @@
 package io.tqserve.backend;
 
+import java.util.Optional;
 import java.util.function.IntConsumer;
 
 /**
@@ -27,6 +28,19 @@ public interface ComputeBackend extends AutoCloseable {
 
     /** Runs body(i) for i in [0, n) on the backend's pool and waits; the caller's thread takes part. */
     void parallelFor(int n, IntConsumer body);
+
+    /**
+     * A whole-model forward on the backend's device, or empty when this backend runs the Java forward (the CPU
+     * backend). Callers fall back to the Java forward when empty.
+     */
+    default Optional<DeviceDecoder> openDecoder(DecoderSpec spec) {
+        return Optional.empty();
+    }
+
+    /** A device-resident bf16 KV cache, or empty when KV caches live in Java-managed memory. */
+    default Optional<DeviceKv> newDeviceKv(int layers, int numHeads, int numKvHeads, int headDim, int maxTokens) {
+        return Optional.empty();
+    }
 
     @Override
     void close();

@@ -4,7 +4,10 @@ package io.tqserve.cli;
 final class BenchCommand {
     static final String USAGE = """
             usage: tqserve bench decode [--model DIR | --synthetic] [--prompt-tokens N] [--decode-tokens N] [--threads N]
+                                        [--kv turbo:k8v3] [--contexts 256,1024,...] [--repeat N] [--max-context N]
+                                        [--no-sweep]
                    tqserve bench serve [--model DIR] [--tokens N] [--rounds R] [--threads N]
+                   tqserve bench prefix [--model DIR] [--prefix-tokens N] [--kv SCHEME] [--threads N]
                    tqserve bench load [--clients 64] [--duration 60] [--max-tokens 64] [--seed 1] [--model DIR] [--threads N] [--kv-scheme S]
             """;
 
@@ -16,6 +19,7 @@ final class BenchCommand {
         return switch (what) {
             case "decode" -> DecodeBenchmark.run(args);
             case "serve" -> ServeBenchmark.run(args);
+            case "prefix" -> PrefixBenchmark.run(args);
             case "load" -> LoadBenchmark.run(args);
             default -> {
                 System.err.print(USAGE);

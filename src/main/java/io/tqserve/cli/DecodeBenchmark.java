@@ -19,19 +19,29 @@ import java.util.List;
 import java.util.Set;
 
 /**
- * {@code ./tqserve bench decode [--model DIR] [--synthetic] [--prompt-tokens N] [--decode-tokens N] [--threads N]}:
+ * {@code ./tqserve bench decode [--model DIR] [--synthetic] [--prompt-tokens N] [--decode-tokens N] [--threads N]
+ * [--kv turbo:k8v3] [--contexts 256,1024,...] [--repeat N] [--max-context N] [--no-sweep]}:
  * prefill and decode tok/s, a memory copy bandwidth measured in the same run, and the fraction of the decode
- * roofline reached (weight bytes per token × tok/s ÷ copy bandwidth). {@code --synthetic} benchmarks a ~0.5B
- * random bf16 Llama (hidden 2048, 16 heads, 8 KV heads, head_dim 128, intermediate 5632, 12 layers) written to a
- * temp folder and deleted afterwards.
+ * roofline reached (weight bytes per token × tok/s ÷ copy bandwidth); then a context-length sweep
+ * ({@link ContextSweep}): decode tok/s and attention time per step for bf16 and the three attention paths of the
+ * turbo scheme, as ratios to bf16. {@code --synthetic} benchmarks a ~0.5B random bf16 Llama (hidden 2048, 16 heads,
+ * 8 KV heads, head_dim 128, intermediate 5632, 12 layers, 8192 positions) written to a temp folder and deleted
+ * afterwards. {@code --max-context N} overrides the model's max positions (RoPE tables), e.g. to sweep the tiny
+ * 2048-position model to 4k+ (its outputs beyond its trained context are meaningless; its speed is not).
  */
 final class DecodeBenchmark {
     private DecodeBenchmark() {
     }
 
     static int run(String[] args) throws Exception {
-        CliArgs a = new CliArgs(args, 2, Set.of("--model", "--prompt-tokens", "--decode-tokens", "--threads"),
-                Set.of("--synthetic"));
+        CliArgs a = new CliArgs(args, 2, Set.of("--model", "--prompt-tokens", "--decode-tokens", "--threads", "--kv",
+                "--contexts", "--repeat", "--max-context"), Set.of("--synthetic", "--no-sweep"));
+        KvScheme kv = KvScheme.parse(a.get("--kv", "turbo:k8v3"));
+        if (!(kv instanceof KvScheme.Turbo turbo)) {
+            throw new IllegalArgumentException("--kv must be a turbo scheme (the sweep compares its attention paths)");
+        }
+        Sweep sweep = a.has("--no-sweep") ? null : new Sweep(turbo, parseContexts(a.get("--contexts", null)),
+                a.getInt("--repeat", 3), a.getInt("--max-context", 0));
         int promptTokens = a.getInt("--prompt-tokens", 128);
         int decodeTokens = a.getInt("--decode-tokens", 64);
         try (CpuBackend backend = CpuBackend.create(a.getInt("--threads", 0))) {
@@ -42,8 +52,8 @@ final class DecodeBenchmark {
                 Path dir = Files.createTempDirectory("tqserve-synthetic-0.5b");
                 try {
                     System.out.println("writing the synthetic ~0.5B model to " + dir + " ...");
-                    SafetensorsWriter.writeLlama(dir, 2048, 5632, 12, 16, 8, 128, 32000, 4096, null, 42);
-                    bench("synthetic-0.5b", dir, backend, promptTokens, decodeTokens, copyGbs);
+                    SafetensorsWriter.writeLlama(dir, 2048, 5632, 12, 16, 8, 128, 32000, 8192, null, 42);
+                    bench("synthetic-0.5b", dir, backend, promptTokens, decodeTokens, copyGbs, sweep);
                 } finally {
                     try (var files = Files.list(dir)) {
                         for (Path f : files.toList()) {
@@ -54,7 +64,7 @@ final class DecodeBenchmark {
                 }
             } else {
                 bench("model", Path.of(a.get("--model", TqserveMain.DEFAULT_MODEL)), backend, promptTokens, decodeTokens,
-                        copyGbs);
+                        copyGbs, sweep);
             }
         }
         return 0;
@@ -83,9 +93,33 @@ final class DecodeBenchmark {
         }
     }
 
+    /** What the context sweep runs; contexts null = the default ladder. */
+    record Sweep(KvScheme.Turbo turbo, List<Integer> contexts, int repeat, int maxContext) {
+    }
+
+    static List<Integer> parseContexts(String s) {
+        if (s == null) {
+            return null;
+        }
+        List<Integer> out = new java.util.ArrayList<>();
+        for (String p : s.split(",")) {
+            try {
+                out.add(Integer.parseInt(p.trim()));
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("--contexts must be a comma-separated list of integers, got " + s);
+            }
+        }
+        return out;
+    }
+
     static void bench(String label, Path dir, ComputeBackend backend, int promptTokens, int decodeTokens,
-            double copyGbs) throws Exception {
+            double copyGbs, Sweep sweep) throws Exception {
         ModelConfig c = ModelConfig.load(dir);
+        if (sweep != null && sweep.maxContext() > 0) {
+            c = new ModelConfig(c.architecture(), c.dim(), c.hiddenDim(), c.numLayers(), c.numHeads(), c.numKvHeads(),
+                    c.headDim(), c.vocabSize(), sweep.maxContext(), c.rmsNormEps(), c.ropeTheta(), c.ropeScaling(),
+                    c.tieEmbeddings(), c.dtype(), c.eosTokenIds(), c.bosTokenId());
+        }
         try (Safetensors st = Safetensors.open(dir)) {
             ModelWeights w = ModelWeights.load(st, c);
             Transformer t = new Transformer(c, w, backend);
@@ -121,6 +155,16 @@ final class DecodeBenchmark {
             System.out.printf("  prefill %d tokens: %.1f tok/s%n", promptTokens, result[0]);
             System.out.printf("  decode  %d tokens: %.1f tok/s (bf16 KV)%n", decodeTokens, result[1]);
             System.out.printf("  decode roofline fraction: %.2f (weight bytes/token x tok/s / copy bandwidth)%n", roofline);
+            if (sweep != null) {
+                List<Integer> contexts = sweep.contexts() != null ? sweep.contexts()
+                        : ContextSweep.defaultContexts(c.maxPositions(), decodeTokens, sweep.repeat());
+                long kvBf16 = t.attentionShape().layout(KvScheme.BF16).bytesPerToken();
+                long kvTurbo = t.attentionShape().layout(sweep.turbo()).bytesPerToken();
+                System.out.printf("  KV bytes per token: bf16 %d, %s %d (%.2fx fewer)%n", kvBf16, sweep.turbo().id(),
+                        kvTurbo, (double) kvBf16 / kvTurbo);
+                ContextSweep.run(t, backend, ContextSweep.arms(sweep.turbo()), contexts, decodeTokens, sweep.repeat(),
+                        System.out, System.err);
+            }
         }
     }
 }

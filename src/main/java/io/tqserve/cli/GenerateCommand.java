@@ -1,6 +1,7 @@
 package io.tqserve.cli;
 
-import io.tqserve.backend.cpu.CpuBackend;
+import io.tqserve.backend.BackendSelector;
+import io.tqserve.backend.ComputeBackend;
 import io.tqserve.engine.GenerationEvent;
 import io.tqserve.engine.GenerationRequest;
 import io.tqserve.engine.SamplingParams;
@@ -17,12 +18,13 @@ import java.util.Set;
 
 /**
  * {@code ./tqserve generate --prompt TEXT [--model DIR] [--max-tokens N] [--temperature T] [--seed S] [--chat]
- * [--kv SCHEME] [--top-p P] [--top-k K] [--threads N]}: prints only the generated text to stdout as it streams,
- * and timings to stderr.
+ * [--kv SCHEME] [--top-p P] [--top-k K] [--threads N] [--backend auto|cpu|mlx] [--mlx-library PATH]}: prints
+ * only the generated text to stdout as it streams, and the backend choice and timings to stderr.
  */
 final class GenerateCommand {
     static final String USAGE = "usage: tqserve generate --prompt TEXT [--model DIR] [--max-tokens N] [--temperature T]"
-            + " [--seed S] [--top-p P] [--top-k K] [--chat] [--kv bf16|turbo:k8v3|...] [--threads N]";
+            + " [--seed S] [--top-p P] [--top-k K] [--chat] [--kv bf16|turbo:k8v3|...] [--threads N]"
+            + " [--backend auto|cpu|mlx] [--mlx-library PATH]";
 
     private GenerateCommand() {
     }
@@ -34,17 +36,23 @@ final class GenerateCommand {
     /** Runs the verb writing the generated text to {@code out} and diagnostics to {@code err}. */
     static int run(String[] args, PrintStream out, PrintStream err) throws Exception {
         CliArgs a = new CliArgs(args, 1, Set.of("--prompt", "--model", "--max-tokens", "--temperature", "--seed",
-                "--top-p", "--top-k", "--kv", "--threads", "--backend"), Set.of("--chat"));
+                "--top-p", "--top-k", "--kv", "--threads", "--backend", "--mlx-library"), Set.of("--chat"));
         String prompt = a.require("--prompt");
         Path modelDir = Path.of(a.get("--model", TqserveMain.DEFAULT_MODEL));
         KvScheme scheme = KvScheme.parse(a.get("--kv", "bf16"));
-        String backendType = a.get("--backend", "cpu");
-        if (!backendType.equals("cpu") && !backendType.equals("auto")) {
-            throw new IllegalArgumentException("--backend " + backendType + " is not available in this build (cpu, auto)");
+        BackendSelector.Selection selection;
+        try {
+            selection = BackendSelector.select(a.get("--backend", "auto"), a.getInt("--threads", 0),
+                    a.get("--mlx-library", null));
+        } catch (IllegalStateException e) {
+            throw new IllegalArgumentException(e.getMessage(), e);
         }
-        try (CpuBackend backend = CpuBackend.create(a.getInt("--threads", 0));
+        err.println("tqserve: " + selection.reason());
+        try (ComputeBackend backend = selection.backend();
                 Model model = Model.load(modelDir, backend)) {
-            err.println("tqserve: " + backend.describe() + "; model " + model.config().architecture().hfName()
+            String device = model.transformer().deviceDescription();
+            err.println("tqserve: " + (device != null ? device : backend.name() + " Java forward") + "; model "
+                    + model.config().architecture().hfName()
                     + " (" + model.config().numLayers() + " layers, head_dim " + model.config().headDim() + "); KV "
                     + scheme.id());
             int[] ids;

@@ -10,6 +10,9 @@ import io.tqserve.routing.ServingRuntime;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.OutputStream;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadInfo;
+import java.lang.management.ThreadMXBean;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -35,7 +38,10 @@ import reactor.core.publisher.Flux;
  * </ol>
  * Decode rates count only the window in which every stream of a run is decoding (after the last first token,
  * before the first last token), so prefill and the ramp are left out. Streams use {@code ignore_eos} so every run
- * generates exactly N tokens.
+ * generates exactly N tokens. Because wall-clock rates on a shared machine depend on what else runs, the CPU time
+ * of the engine's threads (lane + kernel pool) and of the HTTP path's threads is reported too: tokens per engine
+ * CPU-second show what batching saves independent of contention, and the HTTP path's CPU per token is what a
+ * stream costs on top of the engine.
  */
 final class ServeBenchmark {
     static final String[] PROMPTS = {
@@ -69,35 +75,93 @@ final class ServeBenchmark {
             for (int c : new int[] {8, 4, 2, 1}) {
                 streams(lane, model, c, 48);
             }
-            overHttp(port, 48);
+            // The HTTP path runs once per token: give the JIT ~8000 of them (8 concurrent streams, twice).
+            for (int i = 0; i < 2; i++) {
+                List<Thread> warm = new ArrayList<>();
+                for (int c = 0; c < 8; c++) {
+                    warm.add(Thread.ofPlatform().start(() -> {
+                        try {
+                            overHttp(port, 512);
+                        } catch (Exception e) {
+                            throw new IllegalStateException(e);
+                        }
+                    }));
+                }
+                for (Thread t : warm) {
+                    t.join();
+                }
+            }
 
             System.out.println();
             System.out.println("batched lane, aggregate decode tok/s (lane driven directly):");
-            System.out.println("streams  tok/s    vs 1 stream");
+            System.out.println("streams  tok/s    vs 1 stream   tok per engine CPU-s   vs 1 stream");
             double one = 0;
+            double oneCpu = 0;
             for (int c : new int[] {1, 2, 4, 8}) {
                 double best = 0;
+                long cpuNanos = 0;
                 for (int r = 0; r < rounds; r++) {
+                    long before = cpuByRole()[0];
                     best = Math.max(best, streams(lane, model, c, tokens));
+                    cpuNanos += cpuByRole()[0] - before;
                 }
+                double perCpu = (double) rounds * c * tokens / (cpuNanos / 1e9);
                 if (c == 1) {
                     one = best;
+                    oneCpu = perCpu;
                 }
-                System.out.printf("%7d  %7.1f  %6.2fx%n", c, best, best / one);
+                System.out.printf("%7d  %7.1f  %6.2fx        %10.1f           %6.2fx%n", c, best, best / one, perCpu,
+                        perCpu / oneCpu);
             }
 
             System.out.println();
             System.out.println("one stream, decode tok/s: HTTP (SSE over loopback) vs the lane alone:");
             double engine = 0;
             double http = 0;
+            long[] cpu = new long[3];
             for (int r = 0; r < rounds; r++) {
                 engine = Math.max(engine, streams(lane, model, 1, tokens));
+                long[] before = cpuByRole();
                 http = Math.max(http, overHttp(port, tokens));
+                long[] after = cpuByRole();
+                for (int i = 0; i < 3; i++) {
+                    cpu[i] += after[i] - before[i];
+                }
             }
             System.out.printf("lane alone  %7.1f tok/s%nover HTTP   %7.1f tok/s%nloss        %6.1f %%%n", engine, http,
                     100 * (1 - http / engine));
+            long n = (long) rounds * tokens;
+            System.out.printf("HTTP path CPU / engine CPU per token: %.1f %%%n", 100.0 * (cpu[1] + cpu[2]) / cpu[0]);
+            System.out.printf("CPU per streamed token: engine (lane + kernel threads) %.0f us, server HTTP path "
+                    + "(API scheduler, Netty, timers) %.0f us, client reader %.0f us; %d cores%n", cpu[0] / 1e3 / n,
+                    cpu[1] / 1e3 / n, cpu[2] / 1e3 / n, Runtime.getRuntime().availableProcessors());
         }
         return 0;
+    }
+
+    /** CPU nanoseconds so far of the engine's threads, the server's other threads, and this (client) thread. */
+    static long[] cpuByRole() {
+        ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+        long[] out = new long[3];
+        long self = Thread.currentThread().threadId();
+        for (ThreadInfo ti : mx.getThreadInfo(mx.getAllThreadIds())) {
+            if (ti == null) {
+                continue;
+            }
+            long t = mx.getThreadCpuTime(ti.getThreadId());
+            if (t < 0) {
+                continue;
+            }
+            String name = ti.getThreadName();
+            int role = ti.getThreadId() == self ? 2
+                    : name.startsWith("tqserve-batched-lane") || name.startsWith("tqserve-turbo-lane")
+                            || name.startsWith("tqserve-kernel") ? 0 : 1;
+            out[role] += t;
+            if (role == 1 && System.getProperty("tqserve.bench.debug") != null) {
+                System.out.println("  cpu " + name + " " + t / 1000000 + " ms");
+            }
+        }
+        return out;
     }
 
     /** Runs {@code c} greedy streams at once; returns the aggregate tok/s while all of them decode. */

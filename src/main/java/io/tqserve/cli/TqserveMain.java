@@ -33,6 +33,7 @@ public final class TqserveMain {
             code = switch (verb) {
                 case "generate" -> GenerateCommand.run(args);
                 case "bench" -> BenchCommand.run(args);
+                case "eval" -> EvalCommand.run(args);
                 case "help", "-h", "--help" -> {
                     System.out.print(USAGE);
                     yield 0;

@@ -1,6 +1,7 @@
 package io.tqserve.config;
 
-import io.tqserve.backend.cpu.CpuBackend;
+import io.tqserve.backend.BackendSelector;
+import io.tqserve.backend.ComputeBackend;
 import io.tqserve.engine.BatchedBf16Lane;
 import io.tqserve.engine.Lane;
 import io.tqserve.engine.LaneObserver;
@@ -12,6 +13,9 @@ import io.tqserve.routing.RoutingService;
 import io.tqserve.routing.ServingRuntime;
 import java.util.ArrayList;
 import java.util.List;
+import io.tqserve.kv.KvScheme;
+import io.tqserve.kv.store.PromptCache;
+import java.nio.file.Path;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.context.SmartLifecycle;
@@ -31,7 +35,7 @@ public final class ModelLoader implements SmartLifecycle {
     private final RequestObserver requestObserver;
     private final List<Lane> lanes = new ArrayList<>();
     private Thread thread;
-    private CpuBackend backend;
+    private ComputeBackend backend;
     private Model model;
     private volatile boolean running;
 
@@ -56,7 +60,10 @@ public final class ModelLoader implements SmartLifecycle {
     private void load() {
         long t0 = System.nanoTime();
         try {
-            CpuBackend b = CpuBackend.create(props.backend().threads());
+            BackendSelector.Selection selection = BackendSelector.select(props.backend().type().name(),
+                    props.backend().threads(), props.backend().mlx().library());
+            log.info("tqserve: {}", selection.reason());
+            ComputeBackend b = selection.backend();
             Model m;
             try {
                 m = Model.load(plan.modelDir(), b);
@@ -78,6 +85,7 @@ public final class ModelLoader implements SmartLifecycle {
                             SerialTurboLane l = new SerialTurboLane(m, lp.scheme(), lp.budgetBytes(),
                                     props.lanes().turbo().queueCapacity());
                             l.setObserver(laneObserver);
+                            l.setPromptCache(promptCache(m, lp.scheme()));
                             l.start();
                             yield l;
                         }
@@ -86,6 +94,7 @@ public final class ModelLoader implements SmartLifecycle {
                             BatchedBf16Lane l = new BatchedBf16Lane(m, lp.budgetBytes(), c.queueCapacity(),
                                     c.maxBatch(), c.prefillChunk(), c.prefillsPerStep());
                             l.setObserver(laneObserver);
+                            l.setPromptCache(promptCache(m, lp.scheme()));
                             l.start();
                             yield l;
                         }
@@ -107,6 +116,18 @@ public final class ModelLoader implements SmartLifecycle {
             }
             runtime.failed(t);
         }
+    }
+
+    /** The lane's prompt cache per tqserve.prompt-cache and tqserve.store, or null when prefix reuse is off. */
+    private PromptCache promptCache(Model m, KvScheme scheme) {
+        TqserveProperties.PromptCache pc = props.promptCache();
+        if (!pc.enabled()) {
+            return null;
+        }
+        String dir = props.store().dir();
+        return new PromptCache(scheme, m.transformer().attentionShape(), pc.maxBytes().toBytes(), pc.minTokens(),
+                m.fingerprint(), m.tokenizerHash(), dir.isBlank() ? null : Path.of(dir).resolve("prompt-cache"),
+                props.store().maxBytes().toBytes());
     }
 
     private String describeLanes() {

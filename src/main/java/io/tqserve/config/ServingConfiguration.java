@@ -38,6 +38,12 @@ public class ServingConfiguration {
     }
 
     @Bean
+    io.tqserve.api.SnapshotSettings snapshotSettings(TqserveProperties props) {
+        String dir = props.store().dir();
+        return new io.tqserve.api.SnapshotSettings(dir.isBlank() ? null : java.nio.file.Path.of(dir).resolve("snapshots"));
+    }
+
+    @Bean
     StartupValidator.Plan servingPlan(TqserveProperties props) {
         StartupValidator.Plan plan = StartupValidator.validate(props);
         KvMemoryCheck.checkThisMachine(plan.plans(), props.lanes().batched().maxBatch())

@@ -1,6 +1,8 @@
 package io.tqserve.config;
 
+import io.tqserve.backend.BackendSelector;
 import io.tqserve.backend.cpu.CpuBackend;
+import io.tqserve.backend.mlx.ffm.Mlx;
 import io.tqserve.engine.Lane;
 import io.tqserve.kv.KvLayout;
 import io.tqserve.kv.KvScheme;
@@ -26,7 +28,7 @@ public final class StartupValidator {
      * @param modelDir    the model folder
      * @param modelId     the served model id
      * @param modelConfig the model's config.json
-     * @param backend     the backend that will run it ("cpu")
+     * @param backend     the backend that will run it ("cpu" or "mlx")
      * @param plans       the enabled lanes with their exact KV layouts
      */
     public record Plan(Path modelDir, String modelId, ModelConfig modelConfig, String backend, List<LanePlan> plans) {
@@ -123,17 +125,40 @@ public final class StartupValidator {
         return bytes;
     }
 
+    /**
+     * Resolves the backend the loader will create: cpu, or mlx when an MLX-C library is found and loads (for
+     * {@code auto}; {@code mlx} without one fails here, naming every place looked at).
+     */
     private static String checkBackend(TqserveProperties.Backend b) {
-        if (b.type() == TqserveProperties.BackendType.MLX) {
-            throw new StartupValidationException("the MLX backend is not part of this build; "
-                    + "set tqserve.backend.type=cpu (or auto)");
-        }
         boolean vectorOff = "false".equalsIgnoreCase(System.getProperty(CpuBackend.VECTOR_PROPERTY, "true"));
         if (!vectorOff && !CpuBackend.vectorApiPresent()) {
             throw new StartupValidationException("the Vector API module jdk.incubator.vector is not present; "
                     + "start the JVM with --add-modules jdk.incubator.vector (./tqserve does), or run the scalar "
                     + "kernels on purpose with -D" + CpuBackend.VECTOR_PROPERTY + "=false");
         }
-        return "cpu";
+        if (b.type() == TqserveProperties.BackendType.CPU) {
+            return "cpu";
+        }
+        BackendSelector.Discovery d = BackendSelector.discover(b.mlx().library(), System.getenv(),
+                BackendSelector.DEFAULT_DIRS);
+        if (d.library().isEmpty()) {
+            if (b.type() == TqserveProperties.BackendType.MLX) {
+                throw new StartupValidationException("tqserve.backend.type=mlx but no MLX-C library ("
+                        + BackendSelector.libraryFileName() + ") was found; looked at: " + d.searchedText()
+                        + ". Set tqserve.backend.mlx.library or " + BackendSelector.ENV
+                        + ", or install MLX-C (macOS: brew install mlx-c)");
+            }
+            return "cpu";
+        }
+        try {
+            Mlx.open(d.library().get()); // loaded once per process; the loader's backend reuses it
+            return "mlx";
+        } catch (RuntimeException e) {
+            if (b.type() == TqserveProperties.BackendType.MLX) {
+                throw new StartupValidationException("tqserve.backend.type=mlx: cannot load " + d.library().get()
+                        + ": " + e.getMessage());
+            }
+            return "cpu";
+        }
     }
 }

@@ -22,7 +22,7 @@ import org.springframework.validation.annotation.Validated;
 @Validated
 public record TqserveProperties(@Valid @DefaultValue Model model, @Valid @DefaultValue Backend backend,
         @Valid @DefaultValue Kv kv, @Valid @DefaultValue Lanes lanes, @Valid @DefaultValue Routing routing,
-        @Valid @DefaultValue Api api) {
+        @Valid @DefaultValue Api api, @Valid @DefaultValue PromptCache promptCache, @Valid @DefaultValue Store store) {
 
     /**
      * @param path Hugging Face model folder (config.json, tokenizer.json, *.safetensors)
@@ -76,6 +76,26 @@ public record TqserveProperties(@Valid @DefaultValue Model model, @Valid @Defaul
     public record Batched(@DefaultValue("true") boolean enabled, @DefaultValue("8") @Min(1) @Max(256) int maxBatch,
             @DefaultValue("64") @Min(1) int queueCapacity, @DefaultValue("512MB") @NotNull DataSize kvBudget,
             @DefaultValue("64") @Min(1) int prefillChunk, @DefaultValue("1") @Min(1) int prefillsPerStep) {
+    }
+
+    /**
+     * Prefix reuse: each lane keeps a byte-capped LRU of prompt KV prefixes in its own KV format.
+     *
+     * @param enabled   reuse cached prompt prefixes
+     * @param maxBytes  memory cap per lane
+     * @param minTokens shortest prefix worth caching or reusing
+     */
+    public record PromptCache(@DefaultValue("true") boolean enabled, @DefaultValue("128MB") @NotNull DataSize maxBytes,
+            @DefaultValue("16") @Min(1) int minTokens) {
+    }
+
+    /**
+     * KV persistence.
+     *
+     * @param dir      directory for prompt-cache spill files and KV snapshots; empty = persistence off
+     * @param maxBytes disk cap of the prompt-cache spill tier (per lane)
+     */
+    public record Store(@DefaultValue("") String dir, @DefaultValue("1GB") @NotNull DataSize maxBytes) {
     }
 
     /**

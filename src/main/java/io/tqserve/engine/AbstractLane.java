@@ -4,6 +4,9 @@ import io.tqserve.kv.KvCache;
 import io.tqserve.kv.KvCacheFactory;
 import io.tqserve.kv.KvLayout;
 import io.tqserve.kv.KvScheme;
+import io.tqserve.kv.store.KvSnapshot;
+import io.tqserve.kv.store.PromptCache;
+import io.tqserve.kv.store.SnapshotException;
 import io.tqserve.model.Model;
 import java.util.List;
 import java.util.concurrent.BlockingDeque;
@@ -25,6 +28,7 @@ abstract class AbstractLane implements Lane {
     protected final AtomicLong kvBytesInUse = new AtomicLong();
     protected volatile boolean closed;
     protected volatile StepHook stepHook = StepHook.NONE;
+    protected volatile PromptCache promptCache;
     protected volatile LaneObserver observer = LaneObserver.NONE;
     protected final Thread thread;
 
@@ -136,7 +140,67 @@ abstract class AbstractLane implements Lane {
         seq.cache = stepHook.decorateCache(seq.request, KvCacheFactory.create(scheme,
                 model.transformer().attentionShape(), model.transformer().backend(), cacheTokens(seq.request)));
         runningCount.incrementAndGet();
-        seq.started(0);
+        PromptCache pc = promptCache;
+        KvSnapshot resume = seq.request.resumeFrom();
+        if (resume != null) {
+            try {
+                resume.restoreInto(seq.cache);
+            } catch (SnapshotException e) {
+                throw new IllegalStateException(e.getMessage(), e);
+            }
+            seq.prefilled = resume.tokens().length;
+            seq.cachedTokens = resume.tokens().length;
+            if (seq.prefilled == seq.prompt.length) {
+                seq.readyLogits = resume.logits().clone();
+            }
+        } else if (pc != null && seq.request.capture() == null) {
+            PromptCache.Reuse reuse = pc.restoreLongestPrefix(seq.prompt, seq.cache);
+            seq.prefilled = reuse.tokens();
+            seq.cachedTokens = reuse.tokens();
+            if (reuse.complete(seq.prompt.length)) {
+                seq.readyLogits = reuse.logits();
+            }
+        }
+        seq.started(seq.cachedTokens);
+    }
+
+    /** Offers a freshly prefilled prompt and its next-token logits (logits[off, off+vocab)) to the prompt cache. */
+    protected void rememberPrompt(Sequence seq, float[] logits, int off) {
+        PromptCache pc = promptCache;
+        if (pc == null || seq.cachedTokens == seq.prompt.length) {
+            return;
+        }
+        try {
+            pc.insert(seq.prompt, seq.cache, java.util.Arrays.copyOfRange(logits, off, off + model.config().vocabSize()));
+        } catch (RuntimeException e) {
+            System.getLogger(getClass().getName()).log(System.Logger.Level.WARNING, "prompt cache insert failed", e);
+        }
+    }
+
+    /**
+     * After the prompt is in the cache: a capture request gets its snapshot and ends here (true); any other
+     * request offers its prompt to the prompt cache and goes on to sample (false).
+     */
+    protected boolean afterPrefill(Sequence seq, float[] logits, int off) {
+        java.util.function.Consumer<KvSnapshot> capture = seq.request.capture();
+        if (capture == null) {
+            rememberPrompt(seq, logits, off);
+            return false;
+        }
+        float[] next = java.util.Arrays.copyOfRange(logits, off, off + model.config().vocabSize());
+        capture.accept(KvSnapshot.captureOnHeap(seq.cache, seq.prompt, next, model.fingerprint(), model.tokenizerHash()));
+        seq.finish(FinishReason.STOP, "");
+        return true;
+    }
+
+    /** Installs the lane's prompt (prefix) cache; null turns prefix reuse off. */
+    public void setPromptCache(PromptCache cache) {
+        this.promptCache = cache;
+    }
+
+    @Override
+    public java.util.Optional<PromptCache> promptCache() {
+        return java.util.Optional.ofNullable(promptCache);
     }
 
     /** Frees the sequence's cache and budget. Safe to call twice. */
@@ -243,5 +307,10 @@ abstract class AbstractLane implements Lane {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
+        PromptCache pc = promptCache;
+        if (pc != null) {
+            pc.close(); // spills in-memory prefixes to the disk tier when one is configured
+        }
     }
+
 }

@@ -86,6 +86,18 @@ public final class BatchedBf16Lane extends AbstractLane {
         List<Sequence> owners = new ArrayList<>(active.size());
         int prefilling = 0;
         for (Sequence s : active) {
+            if (s.readyLogits != null) {
+                // the whole prompt came from the prompt cache: sample its first token now, decode from the next step
+                float[] ready = s.readyLogits;
+                s.readyLogits = null;
+                if (!s.cancelled()) {
+                    step(s, ready, 0);
+                }
+                continue;
+            }
+            if (s.done()) {
+                continue;
+            }
             if (s.inPrefill()) {
                 if (prefilling == prefillsPerStep) {
                     continue;
@@ -98,7 +110,9 @@ public final class BatchedBf16Lane extends AbstractLane {
             }
             owners.add(s);
         }
-        runStep(chunks, owners);
+        if (!chunks.isEmpty()) {
+            runStep(chunks, owners);
+        }
         steps++;
         if (owners.size() > maxSequencesInOneStep) {
             maxSequencesInOneStep = owners.size();
@@ -176,6 +190,9 @@ public final class BatchedBf16Lane extends AbstractLane {
         if (s.inPrefill()) {
             s.prefilled += chunk.count();
             if (s.inPrefill()) {
+                return;
+            }
+            if (afterPrefill(s, logits, off)) {
                 return;
             }
         }

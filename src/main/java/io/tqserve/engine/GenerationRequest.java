@@ -1,16 +1,34 @@
 package io.tqserve.engine;
 
+import io.tqserve.kv.store.KvSnapshot;
+import java.util.function.Consumer;
+
 /**
  * A tokenized request for a lane.
  *
  * @param promptTokens the prompt, at least one token
  * @param params       sampling and stopping
+ * @param resumeFrom   a KV snapshot whose tokens start the prompt: restored instead of prefilled (or null)
+ * @param capture      when set, the lane prefills the prompt, hands a snapshot of the cache (with the next-token
+ *                     logits) to this consumer on its own thread, and finishes without generating (or null)
  */
-public record GenerationRequest(int[] promptTokens, SamplingParams params) {
+public record GenerationRequest(int[] promptTokens, SamplingParams params, KvSnapshot resumeFrom,
+        Consumer<KvSnapshot> capture) {
     public GenerationRequest {
         if (promptTokens == null || promptTokens.length == 0) {
             throw new IllegalArgumentException("the prompt is empty");
         }
+        if (resumeFrom != null) {
+            int[] prefix = resumeFrom.tokens();
+            if (prefix.length > promptTokens.length
+                    || !java.util.Arrays.equals(prefix, 0, prefix.length, promptTokens, 0, prefix.length)) {
+                throw new IllegalArgumentException("the prompt does not start with the snapshot's tokens");
+            }
+        }
+    }
+
+    public GenerationRequest(int[] promptTokens, SamplingParams params) {
+        this(promptTokens, params, null, null);
     }
 
     /** Tokens this request may hold in its KV cache at worst: prompt + max_tokens. */

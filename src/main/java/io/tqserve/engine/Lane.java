@@ -55,6 +55,11 @@ public interface Lane extends AutoCloseable {
     /** The KV byte budget. */
     long kvBytesBudget();
 
+    /** The lane's prompt (prefix) cache, when prefix reuse is on. */
+    default java.util.Optional<io.tqserve.kv.store.PromptCache> promptCache() {
+        return java.util.Optional.empty();
+    }
+
     /** Sequences running. */
     int running();
 

@@ -31,6 +31,8 @@ final class Sequence {
     int prefilled;          // prompt tokens already in the cache
     int generated;          // tokens sampled so far
     int lastToken = -1;     // token to feed at the next decode step
+    int cachedTokens;       // prompt tokens restored from the prompt cache
+    float[] readyLogits;    // next-token logits restored with a whole cached prompt (nothing left to prefill)
     long accountedKvBytes;  // this cache's bytes counted in the lane's kvBytesUsed
     FinishReason outcome;   // set when the sequence finishes or fails
     boolean released;       // KV memory and budget given back (once)
@@ -141,7 +143,7 @@ final class Sequence {
         }
         done = true;
         outcome = reason;
-        emit(new GenerationEvent.Finished(reason, trailing, prompt.length, generated, 0));
+        emit(new GenerationEvent.Finished(reason, trailing, prompt.length, generated, cachedTokens));
         sink.tryEmitComplete();
     }
 

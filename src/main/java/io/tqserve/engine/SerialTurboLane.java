@@ -43,10 +43,19 @@ public final class SerialTurboLane extends AbstractLane {
         Transformer t = model.transformer();
         try {
             activate(seq);
-            float[] logits = t.forward(state, List.of(Transformer.Chunk.of(seq.cache, seq.prompt)));
-            seq.prefilled = seq.prompt.length;
+            float[] logits;
+            if (seq.readyLogits != null) {
+                logits = seq.readyLogits; // the whole prompt came from the prompt cache
+            } else {
+                // A fresh prompt is prefilled in one pass (full-precision attention); after a cached prefix the
+                // rest attends over the restored (quantized) cache.
+                logits = t.forward(state, List.of(new Transformer.Chunk(seq.cache, seq.prompt, seq.prefilled,
+                        seq.prompt.length - seq.prefilled, false)));
+                seq.prefilled = seq.prompt.length;
+            }
             updateKvBytes(List.of(seq));
-            boolean finished = seq.cancelled() || step(seq, logits, 0);
+            boolean finished = seq.cancelled() || (seq.readyLogits == null && afterPrefill(seq, logits, 0))
+                    || step(seq, logits, 0);
             while (!finished && !seq.cancelled() && !closed) {
                 one[0] = seq.lastToken;
                 logits = t.forward(state, List.of(Transformer.Chunk.of(seq.cache, one)));

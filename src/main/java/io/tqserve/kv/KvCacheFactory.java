@@ -1,6 +1,8 @@
 package io.tqserve.kv;
 
 import io.tqserve.backend.ComputeBackend;
+import io.tqserve.kv.turbo.AttentionPath;
+import io.tqserve.kv.turbo.TurboQuantKvCache;
 
 /** Creates the KV cache of a scheme. */
 public final class KvCacheFactory {
@@ -8,17 +10,29 @@ public final class KvCacheFactory {
     }
 
     /**
-     * A new empty cache.
+     * A new empty cache. For bf16, a backend with device-resident caches (MLX) gets one of those.
      *
      * @param maxTokens most tokens it may hold (prompt + max_tokens, capped by the model context)
      */
     public static KvCache create(KvScheme scheme, AttentionShape shape, ComputeBackend backend, int maxTokens) {
+        return create(scheme, shape, backend, maxTokens, 0);
+    }
+
+    /**
+     * A new empty cache whose first {@code quantizedKvStart} tokens stay bf16 (quantized schemes only; ignored by
+     * bf16). Turbo caches use the fused attention path.
+     */
+    public static KvCache create(KvScheme scheme, AttentionShape shape, ComputeBackend backend, int maxTokens,
+            int quantizedKvStart) {
         return switch (scheme) {
-            case KvScheme.Bf16 b -> new Bf16KvCache(shape, backend, maxTokens);
-            case KvScheme.Turbo t -> throw new UnsupportedOperationException(
-                    "the " + t.id() + " KV cache is not built yet; use bf16");
-            case KvScheme.Uniform u -> throw new UnsupportedOperationException(
-                    "the " + u.id() + " KV cache is not built yet; use bf16");
+            case KvScheme.Bf16 b -> backend.newDeviceKv(shape.layers(), shape.numHeads(), shape.numKvHeads(),
+                            shape.headDim(), maxTokens)
+                    .<KvCache>map(device -> new DeviceBf16KvCache(shape, device))
+                    .orElseGet(() -> new Bf16KvCache(shape, backend, maxTokens));
+            case KvScheme.Turbo t -> new TurboQuantKvCache(t, shape, backend, maxTokens, quantizedKvStart,
+                    AttentionPath.FUSED);
+            case KvScheme.Uniform u -> new PackedKvCache(u, new UniformAffineCodec(u, shape.headDim()), shape, backend,
+                    maxTokens, quantizedKvStart);
         };
     }
 }

@@ -53,6 +53,14 @@ public final class ServingMetrics implements LaneObserver, RequestObserver {
                     .tags("lane", lane).strongReference(true).register(registry);
             laneGauge(registry, runtime, kind, "tqserve.kv.usage", "KV bytes used / budget (0..1)",
                     l -> (double) l.kvBytesUsed() / l.kvBytesBudget());
+            io.micrometer.core.instrument.FunctionCounter.builder("tqserve.prefix.cache.queries", runtime,
+                            r -> r.lane(kind).flatMap(Lane::promptCache).map(c -> (double) c.queries()).orElse(0.0))
+                    .description("prompt-cache lookups").tags("lane", lane).register(registry);
+            io.micrometer.core.instrument.FunctionCounter.builder("tqserve.prefix.cache.hits", runtime,
+                            r -> r.lane(kind).flatMap(Lane::promptCache).map(c -> (double) c.hits()).orElse(0.0))
+                    .description("prompt-cache lookups that reused a prefix").tags("lane", lane).register(registry);
+            laneGauge(registry, runtime, kind, "tqserve.prefix.cache.bytes", "prompt-cache bytes held in memory",
+                    l -> l.promptCache().map(c -> (double) c.memoryBytes()).orElse(0.0));
             laneGauge(registry, runtime, kind, "tqserve.requests.running", "sequences running", Lane::running);
             laneGauge(registry, runtime, kind, "tqserve.requests.waiting", "requests queued", Lane::waiting);
 

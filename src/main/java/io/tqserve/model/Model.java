@@ -8,6 +8,7 @@ import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -23,9 +24,11 @@ public final class Model implements AutoCloseable {
     private final Tokenizer tokenizer;
     private final ChatTemplate chatTemplate;
     private final String fingerprint;
+    private final String tokenizerHash;
 
     private Model(Path dir, ModelConfig config, GenerationConfig generation, Safetensors safetensors,
-            Transformer transformer, Tokenizer tokenizer, ChatTemplate chatTemplate, String fingerprint) {
+            Transformer transformer, Tokenizer tokenizer, ChatTemplate chatTemplate, String fingerprint,
+            String tokenizerHash) {
         this.dir = dir;
         this.config = config;
         this.generation = generation;
@@ -34,6 +37,7 @@ public final class Model implements AutoCloseable {
         this.tokenizer = tokenizer;
         this.chatTemplate = chatTemplate;
         this.fingerprint = fingerprint;
+        this.tokenizerHash = tokenizerHash;
     }
 
     /** Loads a model folder onto a backend. Errors name the file and what is wrong with it. */
@@ -45,14 +49,20 @@ public final class Model implements AutoCloseable {
         GenerationConfig generation = GenerationConfig.load(dir, config.eosTokenIds());
         Safetensors st = Safetensors.open(dir);
         Tokenizer tokenizer = null;
+        Transformer transformer = null;
         try {
-            Transformer transformer = new Transformer(config, ModelWeights.load(st, config), backend);
+            List<Path> weightFiles = st.headers().keySet().stream().map(dir::resolve).toList();
+            transformer = new Transformer(config, ModelWeights.load(st, config), backend, weightFiles);
             tokenizer = Tokenizer.load(dir);
             ChatTemplate template = ChatTemplate.load(dir).orElse(null);
-            return new Model(dir, config, generation, st, transformer, tokenizer, template, fingerprint(dir, st));
+            return new Model(dir, config, generation, st, transformer, tokenizer, template, fingerprint(dir, st),
+                    sha256(Files.readAllBytes(dir.resolve("tokenizer.json"))));
         } catch (IOException | RuntimeException e) {
             if (tokenizer != null) {
                 tokenizer.close();
+            }
+            if (transformer != null) {
+                transformer.close();
             }
             st.close();
             throw e;
@@ -72,6 +82,19 @@ public final class Model implements AutoCloseable {
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException(e);
         }
+    }
+
+    private static String sha256(byte[] bytes) {
+        try {
+            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** Hex SHA-256 of tokenizer.json. */
+    public String tokenizerHash() {
+        return tokenizerHash;
     }
 
     public Path dir() {
@@ -111,6 +134,7 @@ public final class Model implements AutoCloseable {
 
     @Override
     public void close() {
+        transformer.close();
         tokenizer.close();
         safetensors.close();
     }

@@ -1,9 +1,13 @@
 package io.tqserve.model;
 
 import io.tqserve.backend.ComputeBackend;
+import io.tqserve.backend.DecoderSpec;
+import io.tqserve.backend.DeviceDecoder;
 import io.tqserve.backend.Kernels;
 import io.tqserve.kv.AttentionShape;
+import io.tqserve.kv.DeviceBf16KvCache;
 import io.tqserve.kv.KvCache;
+import java.nio.file.Path;
 import java.util.List;
 
 /**
@@ -11,8 +15,12 @@ import java.util.List;
  * One call runs a batch of chunks — each a run of new tokens of one sequence with its own KV cache — as one
  * matrix of rows: every weight matrix is read once per call for all rows (prefill of a whole prompt, or one
  * decode step of many sequences). Attention runs per chunk against that chunk's cache.
+ *
+ * <p>On a backend with a device decoder (MLX), chunks whose caches live on the device run the whole forward
+ * there instead, one chunk at a time; other caches (e.g. TurboQuant, held in Java memory) take the Java path,
+ * whose matmuls still go to the backend.
  */
-public final class Transformer {
+public final class Transformer implements AutoCloseable {
 
     /**
      * New tokens of one sequence.
@@ -43,8 +51,17 @@ public final class Transformer {
     private final Kernels kernels;
     private final float[] ropeCos; // (maxPositions, headDim/2)
     private final float[] ropeSin; // (maxPositions, headDim/2)
+    private final DeviceDecoder device; // null: the Java forward only
 
     public Transformer(ModelConfig config, ModelWeights weights, ComputeBackend backend) {
+        this(config, weights, backend, List.of());
+    }
+
+    /**
+     * @param weightFiles the safetensors files of {@code weights}; when given, a backend with a device decoder
+     *                    loads them itself (empty: the Java forward only)
+     */
+    public Transformer(ModelConfig config, ModelWeights weights, ComputeBackend backend, List<Path> weightFiles) {
         this.c = config;
         this.w = weights;
         this.backend = backend;
@@ -60,6 +77,20 @@ public final class Transformer {
                 ropeSin[p * half + i] = (float) Math.sin(angle);
             }
         }
+        this.device = weightFiles.isEmpty() ? null : backend.openDecoder(decoderSpec(weightFiles)).orElse(null);
+    }
+
+    private DecoderSpec decoderSpec(List<Path> weightFiles) {
+        ModelWeights.Layer first = w.layers().get(0);
+        return new DecoderSpec(c.dim(), c.hiddenDim(), c.numLayers(), c.numHeads(), c.numKvHeads(), c.headDim(),
+                c.vocabSize(), c.maxPositions(), c.rmsNormEps(),
+                c.ropeScaling().inverseFrequencies(c.ropeTheta(), c.headDim()), first.bq() != null,
+                first.qNorm() != null, w.lmHead() == w.embedding(), weightFiles);
+    }
+
+    /** The device decoder's description, or null when the forward runs in Java. */
+    public String deviceDescription() {
+        return device == null ? null : device.describe();
     }
 
     public ModelConfig config() {
@@ -90,6 +121,9 @@ public final class Transformer {
             logitRows += ch.logitRows();
         }
         state.ensure(n, logitRows);
+        if (device != null && chunks.stream().allMatch(ch -> ch.cache() instanceof DeviceBf16KvCache)) {
+            return forwardOnDevice(state, chunks);
+        }
         int dim = c.dim();
         embed(state, chunks);
         for (int layer = 0; layer < c.numLayers(); layer++) {
@@ -143,14 +177,35 @@ public final class Transformer {
         return state.logits;
     }
 
+    /** Each chunk through the device decoder; logits in chunk order, as the Java path lays them out. */
+    private float[] forwardOnDevice(ForwardState state, List<Chunk> chunks) {
+        int out = 0;
+        for (Chunk ch : chunks) {
+            for (int i = 0; i < ch.count(); i++) {
+                checkToken(ch.tokens()[ch.from() + i]);
+            }
+            device.forward(((DeviceBf16KvCache) ch.cache()).device(), ch.tokens(), ch.from(), ch.count(),
+                    ch.allLogits(), state.logits, out * c.vocabSize());
+            out += ch.logitRows();
+        }
+        for (Chunk ch : chunks) {
+            ch.cache().advance(ch.count());
+        }
+        return state.logits;
+    }
+
+    private void checkToken(int token) {
+        if (token < 0 || token >= c.vocabSize()) {
+            throw new IllegalArgumentException("token id " + token + " outside the vocabulary of " + c.vocabSize());
+        }
+    }
+
     private void embed(ForwardState s, List<Chunk> chunks) {
         int row = 0;
         for (Chunk ch : chunks) {
             for (int i = 0; i < ch.count(); i++) {
                 int token = ch.tokens()[ch.from() + i];
-                if (token < 0 || token >= c.vocabSize()) {
-                    throw new IllegalArgumentException("token id " + token + " outside the vocabulary of " + c.vocabSize());
-                }
+                checkToken(token);
                 kernels.decodeRow(w.embedding(), token, s.x, (row + i) * c.dim());
             }
             row += ch.count();
@@ -199,6 +254,14 @@ public final class Transformer {
             float x1 = x[off + i + half];
             x[off + i] = x0 * cos - x1 * sin;
             x[off + i + half] = x1 * cos + x0 * sin;
+        }
+    }
+
+    /** Frees the device decoder's weights, if any. */
+    @Override
+    public void close() {
+        if (device != null) {
+            device.close();
         }
     }
 }

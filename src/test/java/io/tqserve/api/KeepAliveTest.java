@@ -8,9 +8,10 @@ import org.junit.jupiter.api.Test;
 
 /**
  * A keep-alive connection keeps being answered whatever came before on it: answers to GETs (health, models,
- * metrics), 401s and 404s given before a request body was read, 400s. Without {@link KeepAliveFilter} and the
- * drain in {@link OpenAiErrorHandler}, Reactor Netty 1.3.6 left about 1 in 100 requests after a GET and 1 in 20
- * after such an error unanswered (measured over loopback with a raw socket).
+ * metrics), 401s and 404s given before a request body was read, 400s. Without {@link AsyncDispatchFilter} (and
+ * the drain in {@link OpenAiErrorHandler}), Reactor Netty 1.3.6 left about 1 in 100 requests after a GET and 1 in
+ * 20 after such an error unanswered (measured over loopback with a raw socket); {@link KeepAliveConnectionTest}
+ * covers the default configuration, this one a server with API keys.
  */
 class KeepAliveTest extends HardenedServingContext {
 

@@ -24,8 +24,9 @@ class NotReadyTest {
         runtime = new ServingRuntime("tiny-llama-h128", config, "cpu", List.of());
         ApiSettings settings = new ApiSettings(List.of(), false, 512, Duration.ofSeconds(5), Duration.ofSeconds(2));
         ApiScheduler scheduler = new ApiScheduler();
-        var routes = new ApiRoutes().tqserveApi(new GenerationHandler(runtime, settings, scheduler),
-                new TokenizeHandler(runtime, settings, scheduler));
+        SnapshotHandler snapshots = new SnapshotHandler(runtime, settings, new SnapshotSettings(null), scheduler);
+        var routes = new ApiRoutes().tqserveApi(new GenerationHandler(runtime, settings, scheduler, snapshots),
+                new TokenizeHandler(runtime, settings, scheduler), snapshots);
         http = WebTestClient.bindToRouterFunction(routes)
                 .handlerStrategies(HandlerStrategies.builder().exceptionHandler(new OpenAiErrorHandler()).build())
                 .build();
@@ -34,7 +35,8 @@ class NotReadyTest {
     @Test
     void generationAndTokenizeAre503WithRetryAfterWhileLoading() {
         assertThat(new ModelHealthIndicator(runtime).health().getStatus()).isEqualTo(Status.OUT_OF_SERVICE);
-        for (String path : new String[] {"/v1/chat/completions", "/v1/completions", "/tokenize", "/detokenize"}) {
+        for (String path : new String[] {"/v1/chat/completions", "/v1/completions", "/tokenize", "/detokenize",
+                "/v1/kv/snapshots"}) {
             http.post().uri(path).contentType(MediaType.APPLICATION_JSON).bodyValue("{\"prompt\":\"x\"}").exchange()
                     .expectStatus().isEqualTo(503)
                     .expectHeader().valueEquals("Retry-After", "2")

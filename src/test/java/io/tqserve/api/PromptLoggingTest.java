@@ -2,6 +2,11 @@ package io.tqserve.api;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.LoggerContext;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.classic.spi.IThrowableProxy;
+import ch.qos.logback.core.read.ListAppender;
 import io.tqserve.engine.GenerationRequest;
 import io.tqserve.engine.Lane;
 import io.tqserve.engine.SamplingParams;
@@ -10,11 +15,6 @@ import io.tqserve.routing.RouteReason;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import ch.qos.logback.classic.Level;
-import ch.qos.logback.classic.LoggerContext;
-import ch.qos.logback.classic.spi.ILoggingEvent;
-import ch.qos.logback.classic.spi.IThrowableProxy;
-import ch.qos.logback.core.read.ListAppender;
 import org.junit.jupiter.api.Test;
 import org.slf4j.LoggerFactory;
 
@@ -85,7 +85,7 @@ class PromptLoggingTest extends HardenedServingContext {
     @Test
     void withLogPromptsTheLineCarriesThePromptEscaped() {
         ParsedRequest r = new ParsedRequest(Endpoint.COMPLETION, null, null, "x", null, 4, null, null, null, 0f, null,
-                0f, 0f, null, Map.of(), List.of(), false, false, -1, false, false, Optional.empty());
+                0f, 0f, null, Map.of(), List.of(), false, false, -1, false, false, Optional.empty(), null);
         GenerationRequest gen = new GenerationRequest(new int[] {5, 6, 7}, SamplingParams.greedy(4));
         RouteDecision d = new RouteDecision(batchedLane(), RouteReason.SHORT_CONTEXT);
         String prompt = "line one\n\"quoted\" \\ tab\t" + SECRET + "\u0001";

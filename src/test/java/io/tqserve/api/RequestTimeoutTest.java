@@ -51,8 +51,9 @@ class RequestTimeoutTest extends HardenedServingContext {
     WebTestClient clientWithTimeout(Duration timeout) {
         ApiSettings s = new ApiSettings(List.of(), false, 512, Duration.ofHours(1), Duration.ofSeconds(1), timeout,
                 Duration.ofSeconds(15), false, 8, 4096, List.of("health"), List.of());
-        var routes = new ApiRoutes().tqserveApi(new GenerationHandler(runtime, s, scheduler),
-                new TokenizeHandler(runtime, s, scheduler));
+        SnapshotHandler snapshots = new SnapshotHandler(runtime, s, new SnapshotSettings(null), scheduler);
+        var routes = new ApiRoutes().tqserveApi(new GenerationHandler(runtime, s, scheduler, snapshots),
+                new TokenizeHandler(runtime, s, scheduler), snapshots);
         return WebTestClient.bindToRouterFunction(routes)
                 .handlerStrategies(HandlerStrategies.builder().exceptionHandler(new OpenAiErrorHandler()).build())
                 .configureClient().responseTimeout(Duration.ofSeconds(60)).build();

@@ -48,7 +48,8 @@ class SseFormatTest extends Bf16ServingContext {
         int n = frames.size();
         assertThat(frames.get(n - 1)).isEqualTo("data: [DONE]");
         assertThat(frames.get(n - 2)).isEqualTo(head + "\"choices\":[],\"usage\":{\"prompt_tokens\":"
-                + promptTokens() + ",\"completion_tokens\":5,\"total_tokens\":" + (promptTokens() + 5) + "}}");
+                + promptTokens() + ",\"completion_tokens\":5,\"total_tokens\":" + (promptTokens() + 5)
+                + ",\"prompt_tokens_details\":{\"cached_tokens\":0}}}");
         assertThat(frames.get(n - 3)).isEqualTo(head + "\"choices\":[{\"index\":0,\"delta\":{},\"logprobs\":null,"
                 + "\"finish_reason\":\"length\"}]}");
         for (String f : frames.subList(1, n - 3)) {
@@ -80,7 +81,8 @@ class SseFormatTest extends Bf16ServingContext {
                 head + "\"choices\":[{\"text\":\" used\",\"index\":0,\"logprobs\":null,\"finish_reason\":null}]}",
                 head + "\"choices\":[{\"text\":\" to\",\"index\":0,\"logprobs\":null,\"finish_reason\":null}]}",
                 head + "\"choices\":[{\"text\":\"\",\"index\":0,\"logprobs\":null,\"finish_reason\":\"length\"}]}",
-                head + "\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":3,\"total_tokens\":6}}",
+                head + "\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":3,\"total_tokens\":6,"
+                        + "\"prompt_tokens_details\":{\"cached_tokens\":0}}}",
                 "data: [DONE]");
     }
 

@@ -105,10 +105,16 @@ class ForwardParityTest {
     }
 
     static void checkGreedy(Transformer transformer, ReferenceOutputs ref) {
+        checkGreedyWith(transformer, ref,
+                () -> new Bf16KvCache(transformer.attentionShape(), backend, transformer.config().maxPositions()));
+    }
+
+    /** Prefill then 32 greedy decode steps over a cache from {@code caches}; the tokens must equal the reference. */
+    static void checkGreedyWith(Transformer transformer, ReferenceOutputs ref, java.util.function.Supplier<KvCache> caches) {
         ModelConfig c = transformer.config();
         for (ReferenceOutputs.Prompt p : ref.prompts()) {
             ForwardState state = new ForwardState(c);
-            try (KvCache cache = new Bf16KvCache(transformer.attentionShape(), backend, c.maxPositions())) {
+            try (KvCache cache = caches.get()) {
                 int[] out = new int[p.greedy32().length];
                 float[] logits = transformer.forward(state, List.of(Transformer.Chunk.of(cache, p.inputIds())));
                 for (int i = 0; i < out.length; i++) {

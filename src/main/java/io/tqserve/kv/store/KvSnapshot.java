@@ -53,6 +53,19 @@ public record KvSnapshot(KvScheme scheme, AttentionShape shape, int[] tokens, fl
         return new KvSnapshot(cache.scheme(), s, tokens.clone(), logits.clone(), layers, fingerprint, tokenizerHash);
     }
 
+    /** Like {@link #capture} but into heap memory, for a snapshot handed to another thread and written to disk. */
+    public static KvSnapshot captureOnHeap(KvCache cache, int[] tokens, float[] logits, String fingerprint,
+            String tokenizerHash) {
+        AttentionShape s = cache.shape();
+        MemorySegment[] layers = new MemorySegment[s.layers()];
+        long perLayer = (long) tokens.length * s.numKvHeads() * cache.layout().bytesPerTokenPerHead();
+        for (int l = 0; l < s.layers(); l++) {
+            layers[l] = MemorySegment.ofArray(new byte[Math.toIntExact(perLayer)]);
+            cache.exportLayer(l, 0, tokens.length, layers[l]);
+        }
+        return new KvSnapshot(cache.scheme(), s, tokens.clone(), logits.clone(), layers, fingerprint, tokenizerHash);
+    }
+
     /** Imports the snapshot into an empty cache of the same scheme and shape, and commits its tokens. */
     public void restoreInto(KvCache cache) throws SnapshotException {
         if (!cache.scheme().equals(scheme) || !cache.shape().equals(shape)) {
@@ -152,8 +165,8 @@ public record KvSnapshot(KvScheme scheme, AttentionShape shape, int[] tokens, fl
     }
 
     /**
-     * Reads and validates a snapshot written for {@code expectedScheme}, {@code fingerprint} and
-     * {@code tokenizerHash}; every refusal names its reason.
+     * Reads and validates a snapshot written for {@code expectedScheme} (null accepts any scheme),
+     * {@code fingerprint} and {@code tokenizerHash}; every refusal names its reason.
      */
     public static KvSnapshot read(Path file, KvScheme expectedScheme, String fingerprint, String tokenizerHash,
             Arena arena) throws SnapshotException {
@@ -200,7 +213,7 @@ public record KvSnapshot(KvScheme scheme, AttentionShape shape, int[] tokens, fl
             byte[] fp = new byte[32];
             byte[] th = new byte[32];
             h.get(fp).get(th);
-            if (!scheme.equals(expectedScheme)) {
+            if (expectedScheme != null && !scheme.equals(expectedScheme)) {
                 throw new SnapshotException(SnapshotException.Reason.WRONG_SCHEME, file + " holds a " + scheme.id()
                         + " cache; this lane uses " + expectedScheme.id());
             }

@@ -55,7 +55,7 @@ class KvSnapshotTest {
     }
 
     static Stream<String> schemes() {
-        return Stream.of("bf16");
+        return Stream.of("bf16", "turbo:k8v3", "int4");
     }
 
     KvCache cache(KvScheme s) {

@@ -1,0 +1,232 @@
+package io.tqserve.backend.mlx;
+
+import io.tqserve.backend.DeviceKv;
+import io.tqserve.backend.mlx.ffm.Mlx;
+import io.tqserve.backend.mlx.ffm.MlxArray;
+import io.tqserve.backend.mlx.ffm.MlxDtype;
+import io.tqserve.backend.mlx.ffm.MlxScope;
+import io.tqserve.backend.mlx.ffm.MlxStore;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * The bf16 KV cache of one sequence as MLX arrays: per layer one K and one V array of shape
+ * (1, numKvHeads, capacity, headDim), grown by {@link #STEP} tokens at a time (as mlx-lm's KVCache does) and
+ * written in place with {@code slice_update} (the old buffer is donated to the update, so a step copies only
+ * the new rows).
+ */
+final class MlxKvCache implements DeviceKv {
+    /** Tokens added per growth. */
+    static final int STEP = 256;
+
+    private final MlxBackend backend;
+    private final Mlx mlx;
+    private final int layers;
+    private final int numHeads;
+    private final int numKvHeads;
+    private final int headDim;
+    private final int maxTokens;
+    private final float scale;
+    private final MlxStore store;
+    private final MlxArray[] keys;   // per layer (1, numKvHeads, capacity, headDim) bf16
+    private final MlxArray[] values; // per layer (1, numKvHeads, capacity, headDim) bf16
+    private int capacity;
+    private int length;
+    private int pending = -1;
+    private boolean closed;
+
+    MlxKvCache(MlxBackend backend, int layers, int numHeads, int numKvHeads, int headDim, int maxTokens) {
+        this.backend = backend;
+        this.mlx = backend.mlx();
+        this.layers = layers;
+        this.numHeads = numHeads;
+        this.numKvHeads = numKvHeads;
+        this.headDim = headDim;
+        this.maxTokens = maxTokens;
+        this.scale = (float) (1.0 / Math.sqrt(headDim));
+        this.store = mlx.newStore();
+        this.keys = new MlxArray[layers];
+        this.values = new MlxArray[layers];
+        for (int l = 0; l < layers; l++) {
+            keys[l] = store.empty();
+            values[l] = store.empty();
+        }
+    }
+
+    MlxBackend backend() {
+        return backend;
+    }
+
+    @Override
+    public int length() {
+        return length;
+    }
+
+    @Override
+    public int maxTokens() {
+        return maxTokens;
+    }
+
+    @Override
+    public long bytesAllocated() {
+        return (long) capacity * layers * 2 * numKvHeads * headDim * 2;
+    }
+
+    /**
+     * Stores k, v (1, numKvHeads, rows, headDim) of {@code layer} at positions length() .. length()+rows-1 and
+     * returns the attention of q (1, numHeads, rows, headDim) over the cache, as (1, numHeads, rows, headDim) in
+     * {@code dtype}. A fresh prefill attends over its own k, v (full precision); later steps over the stored
+     * bf16 values. The caller evaluates {@link #arrays(int)} together with its outputs.
+     */
+    MlxArray attention(MlxScope s, int layer, MlxArray q, MlxArray k, MlxArray v, int rows, MlxDtype dtype) {
+        if (closed) {
+            throw new IllegalStateException("KV cache is closed");
+        }
+        if (length + rows > maxTokens) {
+            throw new IllegalStateException("KV cache holds at most " + maxTokens + " tokens; "
+                    + (length + rows) + " requested");
+        }
+        if (pending >= 0 && pending != rows) {
+            throw new IllegalStateException("layers of one forward pass disagree on rows: " + pending + " vs " + rows);
+        }
+        pending = rows;
+        ensureCapacity(s, length + rows);
+        int[] start = {0, 0, length, 0};
+        int[] stop = {1, numKvHeads, length + rows, headDim};
+        keys[layer].set(s.sliceUpdate(keys[layer], s.astype(k, MlxDtype.BFLOAT16), start, stop));
+        values[layer].set(s.sliceUpdate(values[layer], s.astype(v, MlxDtype.BFLOAT16), start, stop));
+        boolean causal = rows > 1;
+        if (length == 0) {
+            return s.attention(s.astype(q, dtype), s.astype(k, dtype), s.astype(v, dtype), scale, causal);
+        }
+        int[] all = {1, numKvHeads, length + rows, headDim};
+        MlxArray kAll = s.astype(s.slice(keys[layer], new int[4], all), dtype);
+        MlxArray vAll = s.astype(s.slice(values[layer], new int[4], all), dtype);
+        return s.attention(s.astype(q, dtype), kAll, vAll, scale, causal);
+    }
+
+    /** The K and V arrays of a layer, to evaluate with the step's outputs. */
+    MlxArray[] arrays(int layer) {
+        return new MlxArray[] {keys[layer], values[layer]};
+    }
+
+    private void ensureCapacity(MlxScope s, int tokens) {
+        if (tokens <= capacity) {
+            return;
+        }
+        int grown = Math.min(maxTokens, (tokens + STEP - 1) / STEP * STEP);
+        MlxArray[] all = new MlxArray[2 * layers];
+        for (int l = 0; l < layers; l++) {
+            MlxArray tailK = s.zeros(MlxDtype.BFLOAT16, 1, numKvHeads, grown - capacity, headDim);
+            MlxArray tailV = s.zeros(MlxDtype.BFLOAT16, 1, numKvHeads, grown - capacity, headDim);
+            keys[l].set(capacity == 0 ? tailK : s.concatenate(2, keys[l], tailK));
+            values[l].set(capacity == 0 ? tailV : s.concatenate(2, values[l], tailV));
+            all[2 * l] = keys[l];
+            all[2 * l + 1] = values[l];
+        }
+        s.eval(all); // every layer now, so no layer's cache is left as a pending graph between calls
+        capacity = grown;
+    }
+
+    @Override
+    public void attend(int layer, int rowOffset, int rows, float[] q, float[] k, float[] v, float[] out) {
+        int qDim = numHeads * headDim;
+        int kvDim = numKvHeads * headDim;
+        backend.lock.lock();
+        try (MlxScope s = mlx.newScope()) {
+            MlxArray qa = s.transpose(s.fromFloatsAt(q, rowOffset * qDim, rows * qDim, 1, rows, numHeads, headDim), 0, 2, 1, 3);
+            MlxArray ka = s.transpose(s.fromFloatsAt(k, rowOffset * kvDim, rows * kvDim, 1, rows, numKvHeads, headDim), 0, 2, 1, 3);
+            MlxArray va = s.transpose(s.fromFloatsAt(v, rowOffset * kvDim, rows * kvDim, 1, rows, numKvHeads, headDim), 0, 2, 1, 3);
+            MlxArray o = s.transpose(attention(s, layer, qa, ka, va, rows, MlxDtype.FLOAT32), 0, 2, 1, 3);
+            s.eval(o, keys[layer], values[layer]);
+            s.copyFloats(o, out, rowOffset * qDim);
+        } finally {
+            backend.lock.unlock();
+        }
+    }
+
+    @Override
+    public void exportLayer(int layer, int from, int count, MemorySegment dst) {
+        if (from < 0 || count < 0 || from + count > length) {
+            throw new IllegalArgumentException("export of tokens [" + from + ", " + (from + count) + ") from a cache of "
+                    + length);
+        }
+        if (count == 0) {
+            return;
+        }
+        backend.lock.lock();
+        try (MlxScope s = mlx.newScope()) {
+            int[] start = {0, 0, from, 0};
+            int[] stop = {1, numKvHeads, from + count, headDim};
+            MlxArray k = s.transpose(s.slice(keys[layer], start, stop), 0, 2, 1, 3);   // (1, count, numKvHeads, headDim)
+            MlxArray v = s.transpose(s.slice(values[layer], start, stop), 0, 2, 1, 3);
+            s.copyBits16(s.concatenate(3, k, v), dst); // (1, count, numKvHeads, 2·headDim), native = little-endian
+        } finally {
+            backend.lock.unlock();
+        }
+    }
+
+    @Override
+    public void importLayer(int layer, int count, MemorySegment src) {
+        if (closed) {
+            throw new IllegalStateException("KV cache is closed");
+        }
+        if (length + count > maxTokens) {
+            throw new IllegalStateException("KV cache holds at most " + maxTokens + " tokens; " + (length + count)
+                    + " requested");
+        }
+        if (pending >= 0 && pending != count) {
+            throw new IllegalStateException("layers of one import disagree on tokens: " + pending + " vs " + count);
+        }
+        pending = count;
+        if (count == 0) {
+            return;
+        }
+        backend.lock.lock();
+        try (MlxScope s = mlx.newScope()) {
+            ensureCapacity(s, length + count);
+            MlxArray kv = s.fromSegment(src, MlxDtype.BFLOAT16, 1, count, numKvHeads, 2 * headDim);
+            MlxArray k = s.transpose(s.slice(kv, new int[4], new int[] {1, count, numKvHeads, headDim}), 0, 2, 1, 3);
+            MlxArray v = s.transpose(s.slice(kv, new int[] {0, 0, 0, headDim},
+                    new int[] {1, count, numKvHeads, 2 * headDim}), 0, 2, 1, 3);
+            int[] start = {0, 0, length, 0};
+            int[] stop = {1, numKvHeads, length + count, headDim};
+            keys[layer].set(s.sliceUpdate(keys[layer], k, start, stop));
+            values[layer].set(s.sliceUpdate(values[layer], v, start, stop));
+            s.eval(keys[layer], values[layer]);
+        } finally {
+            backend.lock.unlock();
+        }
+    }
+
+    @Override
+    public void advance(int rows) {
+        if (pending >= 0 && rows != pending) {
+            throw new IllegalStateException("advance(" + rows + ") after a pass of " + pending + " rows");
+        }
+        length += rows;
+        pending = -1;
+    }
+
+    @Override
+    public void truncate(int tokens) {
+        if (tokens < 0 || tokens > length) {
+            throw new IllegalArgumentException("cannot truncate " + length + " tokens to " + tokens);
+        }
+        length = tokens;
+        pending = -1;
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        backend.lock.lock();
+        try {
+            store.close();
+        } finally {
+            backend.lock.unlock();
+        }
+    }
+}

@@ -1,0 +1,161 @@
+package io.tqserve.backend.mlx.ffm;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * One loaded MLX-C runtime: the method handles, the default device, the error handler and counters. MLX keeps
+ * process-wide state (allocator, device, the error handler), so a runtime is opened once per library file and
+ * lives until the process ends; its device handle is the only MLX-C object it never frees.
+ *
+ * <p>Work happens in {@link MlxScope}s (thread-confined, with the thread's default stream: MLX 0.31 keeps one
+ * default stream per thread, and on Metal a stream's command encoder belongs to the thread that created it);
+ * arrays that outlive a call live in an {@link MlxStore}.
+ */
+public final class Mlx {
+    private static final Map<Path, Mlx> OPEN = new ConcurrentHashMap<>();
+
+    final MlxLibrary lib;
+    final MlxNative n;
+    final MlxOpsNative ops;
+    private final Arena arena = Arena.ofShared(); // the device handle; never closed (process lifetime)
+    private final MemorySegment device;           // mlx_device, the default device
+    private final String version;
+    private final String deviceName;
+    private final AtomicLong liveArrays = new AtomicLong();
+
+    private Mlx(MlxLibrary lib) {
+        this.lib = lib;
+        this.n = new MlxNative(lib);
+        this.ops = new MlxOpsNative(lib);
+        MlxErrors.install(lib, n);
+        try {
+            device = (MemorySegment) n.deviceNew.invokeExact((java.lang.foreign.SegmentAllocator) arena);
+            MlxErrors.check((int) n.getDefaultDevice.invokeExact(device), "mlx_get_default_device");
+            version = readString(s -> (int) n.version.invokeExact(s), "mlx_version");
+            deviceName = readString(s -> (int) n.deviceToString.invokeExact(s, device), "mlx_device_tostring");
+        } catch (Throwable t) {
+            throw MlxErrors.rethrow(t);
+        }
+        requireSupported(version, lib.file());
+    }
+
+    /**
+     * The handles follow MLX-C 0.4–0.6 (MLX 0.30–0.31). MLX-C 0.3 (MLX 0.29) declared SDPA's mask as a vector of
+     * arrays, which a call through these handles would misread, so older libraries are refused here; MLX-C has no
+     * version call of its own, and each MLX-C release pins one MLX release, so MLX's version stands in for it.
+     */
+    static void requireSupported(String mlxVersion, Path file) {
+        String[] parts = mlxVersion.split("[^0-9]+", 4);
+        int major = parts.length > 0 && !parts[0].isEmpty() ? Integer.parseInt(parts[0]) : 0;
+        int minor = parts.length > 1 && !parts[1].isEmpty() ? Integer.parseInt(parts[1]) : 0;
+        if (major == 0 && minor < 30) {
+            throw new MlxException(file + " is built on MLX " + mlxVersion + "; tqserve needs MLX-C 0.4 or newer "
+                    + "(MLX 0.30 or newer)");
+        }
+    }
+
+    /** Opens (once per file) the MLX-C library at {@code libraryFile}. */
+    public static Mlx open(Path libraryFile) {
+        Path key = libraryFile.toAbsolutePath().normalize();
+        return OPEN.computeIfAbsent(key, p -> new Mlx(MlxLibrary.load(p)));
+    }
+
+    /** A new thread-confined scope on this thread's default stream of the default device. */
+    public MlxScope newScope() {
+        return new MlxScope(this);
+    }
+
+    /** A new store for arrays that outlive one call (weights, KV caches); any thread may read them. */
+    public MlxStore newStore() {
+        return new MlxStore(this);
+    }
+
+    public Path libraryFile() {
+        return lib.file();
+    }
+
+    /** MLX's version string, e.g. "0.31.2". */
+    public String version() {
+        return version;
+    }
+
+    /** The default device, e.g. "Device(gpu, 0)" on Apple silicon, "Device(cpu, 0)" elsewhere. */
+    public String device() {
+        return deviceName;
+    }
+
+    MemorySegment deviceHandle() {
+        return device;
+    }
+
+    /** Bytes of MLX buffers in use (not counting MLX's free-buffer cache). */
+    public long activeMemory() {
+        return sizeStat(n.activeMemory, "mlx_get_active_memory");
+    }
+
+    public long peakMemory() {
+        return sizeStat(n.peakMemory, "mlx_get_peak_memory");
+    }
+
+    /** Bytes MLX holds in its buffer cache for reuse. */
+    public long cacheMemory() {
+        return sizeStat(n.cacheMemory, "mlx_get_cache_memory");
+    }
+
+    /** Returns MLX's cached free buffers to the system. */
+    public void clearCache() {
+        try {
+            MlxErrors.check((int) n.clearCache.invokeExact(), "mlx_clear_cache");
+        } catch (Throwable t) {
+            throw MlxErrors.rethrow(t);
+        }
+    }
+
+    /** MLX-C array handles created through this runtime and not yet freed (each {@code _new} minus each {@code _free}). */
+    public long liveArrays() {
+        return liveArrays.get();
+    }
+
+    void arrayCreated() {
+        liveArrays.incrementAndGet();
+    }
+
+    void arrayFreed() {
+        liveArrays.decrementAndGet();
+    }
+
+    private long sizeStat(java.lang.invoke.MethodHandle h, String name) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment out = a.allocate(ValueLayout.JAVA_LONG);
+            MlxErrors.check((int) h.invokeExact(out), name);
+            return out.get(ValueLayout.JAVA_LONG, 0);
+        } catch (Throwable t) {
+            throw MlxErrors.rethrow(t);
+        }
+    }
+
+    @FunctionalInterface
+    private interface StringCall {
+        int call(MemorySegment str) throws Throwable;
+    }
+
+    /** Calls a function that fills an {@code mlx_string*}, copies the text and frees the string. */
+    private String readString(StringCall call, String name) throws Throwable {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment str = (MemorySegment) n.stringNew.invokeExact((java.lang.foreign.SegmentAllocator) a);
+            try {
+                MlxErrors.check(call.call(str), name);
+                MemorySegment chars = (MemorySegment) n.stringData.invokeExact(str);
+                return MlxErrors.checkPointer(chars, "mlx_string_data").reinterpret(1 << 16).getString(0);
+            } finally {
+                MlxErrors.check((int) n.stringFree.invokeExact(str), "mlx_string_free");
+            }
+        }
+    }
+}

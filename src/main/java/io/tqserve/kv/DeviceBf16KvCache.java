@@ -1,0 +1,95 @@
+package io.tqserve.kv;
+
+import io.tqserve.backend.DeviceKv;
+
+/**
+ * The bf16 KV cache held on a backend's device (MLX arrays on the MLX backend). Same layout and byte counts as
+ * {@link Bf16KvCache}; the transformer hands {@link #device()} to the backend's device decoder, and the Java
+ * forward reaches it through {@link #attend}.
+ */
+public final class DeviceBf16KvCache implements KvCache {
+    private final AttentionShape shape;
+    private final KvLayout layout;
+    private final DeviceKv device;
+
+    public DeviceBf16KvCache(AttentionShape shape, DeviceKv device) {
+        this.shape = shape;
+        this.layout = shape.layout(KvScheme.BF16);
+        this.device = device;
+    }
+
+    /** The device-side cache. */
+    public DeviceKv device() {
+        return device;
+    }
+
+    @Override
+    public KvScheme scheme() {
+        return KvScheme.BF16;
+    }
+
+    @Override
+    public AttentionShape shape() {
+        return shape;
+    }
+
+    @Override
+    public KvLayout layout() {
+        return layout;
+    }
+
+    @Override
+    public int length() {
+        return device.length();
+    }
+
+    @Override
+    public int maxTokens() {
+        return device.maxTokens();
+    }
+
+    @Override
+    public long bytesAllocated() {
+        return device.bytesAllocated();
+    }
+
+    @Override
+    public void attend(int layer, int rowOffset, int rows, float[] q, float[] k, float[] v, float[] out) {
+        device.attend(layer, rowOffset, rows, q, k, v, out);
+    }
+
+    @Override
+    public void advance(int rows) {
+        device.advance(rows);
+    }
+
+    @Override
+    public void exportLayer(int layer, int from, int count, java.lang.foreign.MemorySegment dst) {
+        long need = (long) count * shape.numKvHeads() * layout.bytesPerTokenPerHead();
+        if (dst.byteSize() < need) {
+            throw new IllegalArgumentException("export of " + count + " tokens needs " + need + " bytes, got "
+                    + dst.byteSize());
+        }
+        device.exportLayer(layer, from, count, dst.asSlice(0, need));
+    }
+
+    @Override
+    public void importLayer(int layer, int count, java.lang.foreign.MemorySegment src) {
+        long need = (long) count * shape.numKvHeads() * layout.bytesPerTokenPerHead();
+        if (src.byteSize() < need) {
+            throw new IllegalArgumentException("import of " + count + " tokens needs " + need + " bytes, got "
+                    + src.byteSize());
+        }
+        device.importLayer(layer, count, src.asSlice(0, need));
+    }
+
+    @Override
+    public void truncate(int tokens) {
+        device.truncate(tokens);
+    }
+
+    @Override
+    public void close() {
+        device.close();
+    }
+}

@@ -1,0 +1,201 @@
+package io.tqserve.kv.turbo;
+
+import io.tqserve.backend.Kernels;
+import io.tqserve.backend.Matrix;
+import io.tqserve.kv.AttentionShape;
+import io.tqserve.kv.Bf16Prefix;
+import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
+
+/**
+ * Attention of one query row over a {@link TurboQuantKvCache} for one KV head and every query head that shares it
+ * (GQA), by one of the three {@link AttentionPath}s. Scores of all heads are computed first (bf16 prefix tokens by
+ * the backend's kernels, quantized tokens by the path), then a softmax per head ({@link TurboSoftmax}), then the
+ * weighted values.
+ */
+final class TurboAttention {
+    private static final int T = TurboBlockLayout.TOKENS;
+    private static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);
+
+    private final TurboQuantKvCache cache;
+
+    TurboAttention(TurboQuantKvCache cache) {
+        this.cache = cache;
+    }
+
+    static Scratch scratch() {
+        return SCRATCH.get();
+    }
+
+    /**
+     * Attention of row {@code r} (position n−1) over tokens [0, n) for the query heads of KV head {@code g}: reads
+     * q and writes out at ((rowOffset + r)·qDim + head·headDim).
+     */
+    void attend(AttentionPath path, int layer, int g, int rowOffset, int r, int n, float[] q, float[] out) {
+        AttentionShape shape = cache.shape();
+        Kernels kernels = cache.kernels();
+        TurboBlockLayout lay = cache.blocks();
+        int d = shape.headDim();
+        int heads = shape.groupSize();
+        int groups = lay.groups();
+        int qOff = (rowOffset + r) * shape.qDim() + g * heads * d;
+        Bf16Prefix prefix = cache.prefix();
+        int nP = prefix == null ? 0 : Math.min(prefix.tokens(), n);
+        int nT = n - nP;
+        int nTPad = (nT + T - 1) / T * T;
+        int stride = nP + nTPad;
+        float scale = cache.scale();
+        MemorySegment[] chunks = cache.chunkArray();
+        long headBase = cache.headBase(layer, g);
+        boolean vector = cache.vector();
+        Scratch s = SCRATCH.get();
+        float[] sc = s.scores(heads * stride);
+        if (nP > 0) {
+            Matrix keys = prefix.keys(layer, g);
+            for (int j = 0; j < heads; j++) {
+                for (int t = 0; t < nP; t++) {
+                    sc[j * stride + t] = kernels.dotRow(keys, t, q, qOff + j * d) * scale;
+                }
+            }
+        }
+        if (path == AttentionPath.FUSED) {
+            float[] qsum = s.qsum(heads * groups);
+            for (int j = 0; j < heads; j++) {
+                for (int gr = 0; gr < groups; gr++) {
+                    float sum = 0f;
+                    for (int i = gr * 32; i < gr * 32 + 32; i++) {
+                        sum += q[qOff + j * d + i];
+                    }
+                    qsum[j * groups + gr] = sum;
+                }
+            }
+            if (nT > 0) {
+                if (vector) {
+                    float[] qb = s.qb(heads * d * FusedScores.L);
+                    FusedScores.broadcastQueries(q, qOff, d, heads, d, qb);
+                    FusedScores.scores(lay, chunks, headBase, nT, qb, heads, qsum, sc, nP, stride, scale, s.kf(d * T));
+                } else {
+                    FusedScalar.scores(lay, chunks, headBase, nT, q, qOff, d, heads, qsum, sc, nP, stride, scale);
+                }
+            }
+            for (int j = 0; j < heads; j++) {
+                TurboSoftmax.softmax(sc, j * stride, n, vector);
+            }
+            if (vector) {
+                FusedValues.values(lay, chunks, headBase, nT, sc, nP, stride, heads, out, qOff, d, s.row(d), s.codes(d));
+            } else {
+                FusedScalar.values(lay, chunks, headBase, nT, sc, nP, stride, heads, out, qOff, d, s.codes(d));
+            }
+            for (int j = 0; j < heads; j++) {
+                unrotate(out, qOff + j * d, d, vector);
+            }
+        } else {
+            if (nT > 0) {
+                float[] kt = s.kt(d * nTPad);
+                if (vector) {
+                    TurboWindow.decodeKeys(lay, chunks, headBase, nT, kt, nTPad, s.kf(d * T));
+                } else {
+                    FusedScalar.decodeKeys(lay, chunks, headBase, nT, kt, nTPad);
+                }
+                for (int j = 0; j < heads; j++) {
+                    int o = j * stride + nP;
+                    Arrays.fill(sc, o, o + nT, 0f);
+                    for (int i = 0; i < d; i++) {
+                        kernels.axpy(q[qOff + j * d + i], kt, i * nTPad, sc, o, nT);
+                    }
+                    kernels.scale(sc, o, nT, scale);
+                }
+            }
+            for (int j = 0; j < heads; j++) {
+                TurboSoftmax.softmax(sc, j * stride, n, vector);
+            }
+            boolean deferred = path == AttentionPath.DEFERRED;
+            float[] vw = s.vw(nT * d);
+            TurboWindow.decodeValues(lay, chunks, headBase, nT, vw, deferred, vector);
+            for (int j = 0; j < heads; j++) {
+                int o = qOff + j * d;
+                Arrays.fill(out, o, o + d, 0f);
+                for (int t = 0; t < nT; t++) {
+                    kernels.axpy(sc[j * stride + nP + t], vw, t * d, out, o, d);
+                }
+                if (deferred) {
+                    unrotate(out, o, d, vector);
+                }
+            }
+        }
+        if (nP > 0) {
+            Matrix values = prefix.values(layer, g);
+            for (int j = 0; j < heads; j++) {
+                for (int t = 0; t < nP; t++) {
+                    kernels.axpyRow(sc[j * stride + t], values, t, out, qOff + j * d);
+                }
+            }
+        }
+    }
+
+    private static void unrotate(float[] x, int off, int d, boolean vector) {
+        if (vector) {
+            Fwht.unrotate(x, off, d);
+        } else {
+            Fwht.unrotateScalar(x, off, d);
+        }
+    }
+
+    /** Per-thread buffers, grown on demand. */
+    static final class Scratch {
+        private float[] scores = new float[0];
+        private float[] qsum = new float[0];
+        private float[] qb = new float[0];
+        private float[] kf = new float[0];
+        private float[] kt = new float[0];
+        private float[] vw = new float[0];
+        private float[] row = new float[0];
+        private float[] row2 = new float[0];
+        private int[] codes = new int[0];
+        private MemorySegment entry = MemorySegment.ofArray(new byte[0]);
+
+        private static int grow(int have, int n) {
+            return Math.max(n, have + have / 2);
+        }
+
+        float[] scores(int n) {
+            return scores.length >= n ? scores : (scores = new float[grow(scores.length, n)]);
+        }
+
+        float[] qsum(int n) {
+            return qsum.length >= n ? qsum : (qsum = new float[n]);
+        }
+
+        float[] qb(int n) {
+            return qb.length >= n ? qb : (qb = new float[n]);
+        }
+
+        float[] kf(int n) {
+            return kf.length >= n ? kf : (kf = new float[n]);
+        }
+
+        float[] kt(int n) {
+            return kt.length >= n ? kt : (kt = new float[grow(kt.length, n)]);
+        }
+
+        float[] vw(int n) {
+            return vw.length >= n ? vw : (vw = new float[grow(vw.length, n)]);
+        }
+
+        float[] row(int n) {
+            return row.length >= n ? row : (row = new float[n]);
+        }
+
+        float[] row2(int n) {
+            return row2.length >= n ? row2 : (row2 = new float[n]);
+        }
+
+        int[] codes(int n) {
+            return codes.length >= n ? codes : (codes = new int[n]);
+        }
+
+        MemorySegment entry(int bytes) {
+            return entry.byteSize() >= bytes ? entry : (entry = MemorySegment.ofArray(new byte[bytes]));
+        }
+    }
+}

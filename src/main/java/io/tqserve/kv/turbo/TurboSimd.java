@@ -1,0 +1,16 @@
+package io.tqserve.kv.turbo;
+
+/**
+ * Whether the codec's kernels use the Vector API. Off with {@code -Dtqserve.vector=false} or when the module
+ * {@code jdk.incubator.vector} is not in the boot layer; decided once. Both paths give bit-identical results.
+ */
+final class TurboSimd {
+    /** The project-wide switch, shared with the CPU backend. */
+    static final String PROPERTY = "tqserve.vector";
+
+    static final boolean ENABLED = !"false".equalsIgnoreCase(System.getProperty(PROPERTY, "true"))
+            && ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent();
+
+    private TurboSimd() {
+    }
+}

@@ -1,0 +1,53 @@
+package io.tqserve.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.tqserve.backend.BackendSelector;
+import io.tqserve.backend.mlx.MlxTestLibrary;
+import io.tqserve.routing.ServingRuntime;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+
+/** tqserve.backend.type and tqserve.backend.mlx.library at startup. */
+class BackendStartupTest {
+    final ApplicationContextRunner runner = new ApplicationContextRunner()
+            .withUserConfiguration(ServingConfiguration.class);
+
+    @Test
+    void mlxWithoutALibraryFailsStartupNamingEveryPlaceLookedAt(@TempDir Path tmp) {
+        Assumptions.assumeTrue(System.getenv(BackendSelector.ENV) == null
+                && BackendSelector.DEFAULT_DIRS.stream().noneMatch(d -> Files.exists(d.resolve(
+                        BackendSelector.libraryFileName()))), "an MLX-C library is installed on this machine");
+        Path missing = tmp.resolve("nowhere").resolve(BackendSelector.libraryFileName());
+        runner.withPropertyValues("tqserve.backend.type=mlx", "tqserve.backend.mlx.library=" + missing).run(ctx -> {
+            assertThat(ctx).hasFailed();
+            assertThat(StartupValidationTest.messages(ctx.getStartupFailure()))
+                    .contains("tqserve.backend.type=mlx but no MLX-C library")
+                    .contains(missing + " (absent)")
+                    .contains("MLXC_LIBRARY (unset)")
+                    .contains("/opt/homebrew/lib/" + BackendSelector.libraryFileName() + " (absent)")
+                    .contains("/usr/local/lib/" + BackendSelector.libraryFileName() + " (absent)");
+        });
+    }
+
+    @Test
+    @Tag("mlx")
+    void mlxWithALibraryServesFromTheMlxDevice() {
+        Path lib = MlxTestLibrary.open().libraryFile();
+        runner.withPropertyValues("tqserve.backend.type=mlx", "tqserve.backend.mlx.library=" + lib,
+                "tqserve.lanes.turbo.enabled=false").run(ctx -> {
+                    assertThat(ctx).hasNotFailed();
+                    ServingRuntime runtime = ctx.getBean(ServingRuntime.class);
+                    assertThat(runtime.backend()).isEqualTo("mlx");
+                    ServingRuntime.Loaded loaded = runtime.whenLoaded().get(120, TimeUnit.SECONDS);
+                    assertThat(loaded.model().transformer().backend().describe()).startsWith("mlx: MLX ");
+                    assertThat(loaded.model().transformer().deviceDescription()).startsWith("MLX decoder on Device(");
+                });
+    }
+}
