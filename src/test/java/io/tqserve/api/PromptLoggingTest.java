@@ -15,6 +15,10 @@ import io.tqserve.routing.RouteReason;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.logging.Handler;
+import java.util.logging.LogRecord;
+import java.util.logging.SimpleFormatter;
 import org.junit.jupiter.api.Test;
 import org.slf4j.LoggerFactory;
 
@@ -28,8 +32,8 @@ class PromptLoggingTest extends HardenedServingContext {
 
     /**
      * Every logging event while the requests run, from every logger (tqserve's at TRACE, the rest at INFO), with
-     * their messages and stack traces as text. Attached to Logback's root logger directly: other tests in this JVM
-     * start applications of their own that reconfigure the console.
+     * their messages and stack traces as text. Attached to Logback's root logger (and JUL's) directly: other tests
+     * in this JVM start applications of their own that reconfigure the console.
      */
     @Test
     void promptTextNeverReachesTheLogByDefault() throws Exception {
@@ -44,6 +48,25 @@ class PromptLoggingTest extends HardenedServingContext {
         root.addAppender(events);
         root.setLevel(Level.INFO);
         tqserve.setLevel(Level.TRACE);
+        // The lanes log through System.Logger, which reaches Logback only while Spring Boot's JUL bridge is
+        // installed (an application closed earlier in this JVM removes it): capture JUL as well.
+        List<LogRecord> julRecords = new CopyOnWriteArrayList<>();
+        Handler jul = new Handler() {
+            @Override
+            public void publish(LogRecord r) {
+                julRecords.add(r);
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        java.util.logging.Logger julRoot = java.util.logging.Logger.getLogger("");
+        julRoot.addHandler(jul);
         try {
             assertThat(post("/v1/completions", "{\"prompt\":\"The ls command " + SECRET + "\",\"max_tokens\":1}")
                     .statusCode()).isEqualTo(200);
@@ -63,6 +86,7 @@ class PromptLoggingTest extends HardenedServingContext {
             assertThat(post("/v1/completions", "{\"prompt\":\"" + SECRET + "\",\"max_tokens\":3}").statusCode())
                     .isEqualTo(500);
         } finally {
+            julRoot.removeHandler(jul);
             root.detachAppender(events);
             root.setLevel(rootLevel);
             tqserve.setLevel(tqserveLevel);
@@ -71,6 +95,12 @@ class PromptLoggingTest extends HardenedServingContext {
         for (ILoggingEvent e : events.list) {
             all.append(e.getLoggerName()).append(' ').append(e.getFormattedMessage()).append('\n');
             for (IThrowableProxy t = e.getThrowableProxy(); t != null; t = t.getCause()) {
+                all.append(t.getMessage()).append('\n');
+            }
+        }
+        for (LogRecord r : julRecords) {
+            all.append(r.getLoggerName()).append(' ').append(new SimpleFormatter().formatMessage(r)).append('\n');
+            for (Throwable t = r.getThrown(); t != null; t = t.getCause()) {
                 all.append(t.getMessage()).append('\n');
             }
         }
