@@ -26,8 +26,8 @@ import org.junit.jupiter.api.TestMethodOrder;
 import org.springframework.context.ConfigurableApplicationContext;
 
 /**
- * The short version of {@code ./tqserve bench load}, on a server of its own bound to 127.0.0.1 (both lanes, the
- * turbo lane on bf16): 16 streaming clients over both lanes for 10 s, then a storm of 100 clients that disconnect
+ * The short version of {@code ./tqserve bench load}, on a server of its own bound to 127.0.0.1 with the shipped
+ * configuration (turbo lane on turbo:k8v3, batched lane bf16): 16 streaming clients over both lanes for 10 s, then a storm of 100 clients that disconnect
  * at random points. Bounded in time (the clients stop sending after 10 s) and count; loopback only.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
@@ -37,7 +37,7 @@ class LoadTest {
 
     @BeforeAll
     static void start() throws Exception {
-        ctx = LoadBenchmark.startServer(List.of("--tqserve.kv.scheme=bf16", "--tqserve.api.keep-alive-interval=1h"));
+        ctx = LoadBenchmark.startServer(List.of("--tqserve.api.keep-alive-interval=1h"));
         port = LoadBenchmark.port(ctx);
     }
 
