@@ -127,12 +127,12 @@ public final class ShutdownDrain implements WebFilter, SmartLifecycle {
         draining = true;
         int left = awaitIdle(settings.shutdownGracePeriod());
         if (left > 0) {
-            log.warn("tqserve: {} request(s) still running after the shutdown grace period of {}; ending them", left,
-                    settings.shutdownGracePeriod());
+            log.warn("tqserve: {} request(s) still running after the shutdown grace period of {} ms; ending them",
+                    left, settings.shutdownGracePeriod().toMillis());
             shutdown.tryEmitEmpty();
             left = awaitIdle(FLUSH_WAIT);
             if (left > 0) {
-                log.warn("tqserve: {} response(s) not finished {} after they were ended", left, FLUSH_WAIT);
+                log.warn("tqserve: {} response(s) not finished {} ms after they were ended", left, FLUSH_WAIT.toMillis());
             }
         }
         running = false;

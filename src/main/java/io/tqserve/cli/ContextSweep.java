@@ -22,10 +22,10 @@ import java.util.Random;
 
 /**
  * The context-length sweep of {@code bench decode}: decode tok/s and attention time per step (store + attend, all
- * layers) at each context for bf16 and the three attention paths of a turbo scheme, measured in one run and
- * reported as ratios to bf16. The context is filled by importing encoded random K/V (a pool of entries repeated),
- * not by a prefill: a prefill of thousands of tokens takes minutes on a small machine and the decode step's cost
- * does not depend on the cached values.
+ * layers), as wall time and as CPU time, at each context for bf16 and the three attention paths of a turbo scheme,
+ * measured in one run and reported as ratios to bf16. The context is filled by importing encoded random K/V (a pool
+ * of entries repeated), not by a prefill: a prefill of thousands of tokens takes minutes on a small machine and the
+ * decode step's cost does not depend on the cached values.
  */
 final class ContextSweep {
     /** One measured configuration. */
@@ -36,12 +36,16 @@ final class ContextSweep {
         }
     }
 
-    /** tok/s and attention ms per step of one arm at one context. */
-    record Point(double tokPerS, double attnMs) {
+    /** Medians over the measured steps of one arm at one context: wall and CPU time per step, whole and attention. */
+    record Point(double stepMs, double stepCpuMs, double attnMs, double attnCpuMs) {
+        double tokPerS() {
+            return 1000 / stepMs;
+        }
     }
 
     private static final int POOL = 1024;
     private static final int WARMUP_STEPS = 4;
+    private static final int WARMUP_SECONDS = 8;
 
     private ContextSweep() {
     }
@@ -54,8 +58,8 @@ final class ContextSweep {
     }
 
     /** 256, 512, … while the context plus the decode steps fit, then the largest context that fits. */
-    static List<Integer> defaultContexts(int maxPositions, int steps) {
-        int room = maxPositions - steps - WARMUP_STEPS;
+    static List<Integer> defaultContexts(int maxPositions, int steps, int repeat) {
+        int room = maxPositions - WARMUP_STEPS - steps * repeat;
         List<Integer> out = new ArrayList<>();
         for (int c = 256; c <= room; c *= 2) {
             out.add(c);
@@ -66,6 +70,11 @@ final class ContextSweep {
         return out;
     }
 
+    /**
+     * For each context: one cache per arm filled to the context; {@code repeat} rounds, each running {@code steps}
+     * decode steps on every arm in turn (so the arms share the machine's conditions); per arm the median over all
+     * its measured steps.
+     */
     static void run(Transformer t, ComputeBackend backend, List<Arm> arms, List<Integer> contexts, int steps,
             int repeat, PrintStream out, PrintStream progress) {
         AttentionShape shape = t.attentionShape();
@@ -74,72 +83,104 @@ final class ContextSweep {
             for (Arm arm : arms) {
                 pools.add(pool(arm.scheme(), shape.headDim(), arena));
             }
-            progress.println("sweep: JIT warm-up at context 256 ...");
+            progress.printf("sweep: JIT warm-up, %d s per arm at context 256 ...%n", WARMUP_SECONDS);
+            CpuClock cpu = null;
             for (int i = 0; i < arms.size(); i++) {
-                measure(t, backend, arms.get(i), pools.get(i), Math.min(256, contexts.getFirst()), 3 * steps);
+                // C2 compiles the big kernels in the background; on a busy machine that takes seconds, not steps
+                long until = System.nanoTime() + WARMUP_SECONDS * 1_000_000_000L;
+                int done = 0;
+                while (done < 3 * steps || System.nanoTime() < until) {
+                    try (TimedKvCache c = filled(t, backend, arms.get(i), pools.get(i), 256, steps, null)) {
+                        decode(t, c, steps, null);
+                    }
+                    done += steps;
+                }
+                cpu = CpuClock.forKernelThreads(); // the pool's threads exist once it has run work
             }
             Point[][] points = new Point[contexts.size()][arms.size()];
-            for (int c = 0; c < contexts.size(); c++) {
-                for (int r = 0; r < repeat; r++) {
-                    for (int i = 0; i < arms.size(); i++) { // arms interleaved, best of the repeats
-                        progress.printf("sweep: context %d, %s, round %d/%d%n", contexts.get(c), arms.get(i).label(),
-                                r + 1, repeat);
-                        Point p = measure(t, backend, arms.get(i), pools.get(i), contexts.get(c), steps);
-                        Point best = points[c][i];
-                        points[c][i] = best == null ? p : new Point(Math.max(best.tokPerS(), p.tokPerS()),
-                                Math.min(best.attnMs(), p.attnMs()));
+            for (int ci = 0; ci < contexts.size(); ci++) {
+                int context = contexts.get(ci);
+                progress.printf("sweep: context %d: filling %d caches ...%n", context, arms.size());
+                List<TimedKvCache> caches = new ArrayList<>();
+                double[][][] samples = new double[arms.size()][4][steps * repeat];
+                try {
+                    for (int i = 0; i < arms.size(); i++) {
+                        caches.add(filled(t, backend, arms.get(i), pools.get(i), context, repeat * steps, cpu));
+                        decode(t, caches.get(i), WARMUP_STEPS, null);
                     }
+                    for (int r = 0; r < repeat; r++) {
+                        progress.printf("sweep: context %d, round %d/%d%n", context, r + 1, repeat);
+                        for (int i = 0; i < arms.size(); i++) {
+                            double[][] m = decode(t, caches.get(i), steps, cpu);
+                            for (int k = 0; k < 4; k++) {
+                                System.arraycopy(m[k], 0, samples[i][k], r * steps, steps);
+                            }
+                        }
+                    }
+                } finally {
+                    caches.forEach(TimedKvCache::close);
+                }
+                for (int i = 0; i < arms.size(); i++) {
+                    points[ci][i] = new Point(median(samples[i][0]), median(samples[i][1]), median(samples[i][2]),
+                            median(samples[i][3]));
                 }
             }
-            print(arms, contexts, points, steps, repeat, out);
+            print(arms, contexts, points, steps, repeat, cpu.threads(), out);
         }
     }
 
-    private static void print(List<Arm> arms, List<Integer> contexts, Point[][] points, int steps, int repeat,
-            PrintStream out) {
-        out.printf("%nDecode vs context (%d decode steps per point after %d warm-up steps, best of %d; attention ="
-                + " store + attend of all layers per step)%n%n", steps, WARMUP_STEPS, repeat);
+    static double median(double[] x) {
+        double[] s = x.clone();
+        java.util.Arrays.sort(s);
+        return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+    }
+
+    private interface Cell {
+        double value(Point p);
+    }
+
+    private static void table(PrintStream out, String what, List<Arm> arms, List<Integer> contexts, Point[][] points,
+            Cell cell, boolean higherIsBetter) {
         StringBuilder head = new StringBuilder("| context |");
         StringBuilder rule = new StringBuilder("|---|");
         for (Arm a : arms) {
-            head.append(' ').append(a.label()).append(" tok/s |");
+            head.append(' ').append(a.label()).append(' ').append(what).append(" |");
             rule.append("---|");
         }
         out.println(head);
         out.println(rule);
         for (int c = 0; c < contexts.size(); c++) {
             StringBuilder row = new StringBuilder("| " + contexts.get(c) + " |");
-            double base = points[c][0].tokPerS();
+            double base = cell.value(points[c][0]);
             for (int i = 0; i < arms.size(); i++) {
-                double v = points[c][i].tokPerS();
-                row.append(i == 0 ? String.format(" %.2f |", v) : String.format(" %.2f (%.2fx) |", v, v / base));
+                double v = cell.value(points[c][i]);
+                row.append(i == 0 ? String.format(" %.2f |", v)
+                        : String.format(" %.2f (%.2fx) |", v, higherIsBetter ? v / base : base / v));
             }
             out.println(row);
         }
         out.println();
-        head = new StringBuilder("| context |");
-        for (Arm a : arms) {
-            head.append(' ').append(a.label()).append(" attention ms/step |");
-        }
-        out.println(head);
-        out.println(rule);
-        for (int c = 0; c < contexts.size(); c++) {
-            StringBuilder row = new StringBuilder("| " + contexts.get(c) + " |");
-            double base = points[c][0].attnMs();
-            for (int i = 0; i < arms.size(); i++) {
-                double v = points[c][i].attnMs();
-                row.append(i == 0 ? String.format(" %.2f |", v)
-                        : String.format(" %.2f (%.2fx faster) |", v, base / v));
-            }
-            out.println(row);
-        }
     }
 
-    /** Fills a fresh cache to {@code context} tokens, runs warm-up and measured decode steps. */
-    static Point measure(Transformer t, ComputeBackend backend, Arm arm, MemorySegment pool, int context, int steps) {
+    private static void print(List<Arm> arms, List<Integer> contexts, Point[][] points, int steps, int repeat,
+            int threads, PrintStream out) {
+        out.printf("%nDecode vs context: median over %d rounds x %d decode steps per arm (arms interleaved per round,"
+                + " after %d warm-up steps). Ratios are vs bf16, >1 = better. Attention = store + attend, all layers."
+                + " CPU = CPU time of the %d compute threads (caller + kernel pool), immune to waiting for a core.%n%n",
+                repeat, steps, WARMUP_STEPS, threads);
+        table(out, "tok/s", arms, contexts, points, Point::tokPerS, true);
+        table(out, "attention ms/step", arms, contexts, points, Point::attnMs, false);
+        table(out, "CPU ms/token", arms, contexts, points, Point::stepCpuMs, false);
+        table(out, "attention CPU ms/step", arms, contexts, points, Point::attnCpuMs, false);
+    }
+
+    /** A fresh cache of the arm with room for {@code extra} more tokens, filled to {@code context} tokens. */
+    static TimedKvCache filled(Transformer t, ComputeBackend backend, Arm arm, MemorySegment pool, int context,
+            int extra, CpuClock cpu) {
         AttentionShape shape = t.attentionShape();
-        try (TimedKvCache cache = new TimedKvCache(arm.create(shape, backend, context + WARMUP_STEPS + steps));
-                Arena arena = Arena.ofConfined()) {
+        TimedKvCache cache = new TimedKvCache(arm.create(shape, backend, context + WARMUP_STEPS + extra),
+                cpu == null ? CpuClock.forKernelThreads() : cpu);
+        try (Arena arena = Arena.ofConfined()) {
             int entry = shape.layout(arm.scheme()).bytesPerTokenPerHead();
             MemorySegment layer = arena.allocate((long) context * shape.numKvHeads() * entry);
             for (int l = 0; l < shape.layers(); l++) {
@@ -152,22 +193,31 @@ final class ContextSweep {
                 }
                 cache.importLayer(l, context, layer);
             }
-            cache.advance(context);
-            ForwardState state = new ForwardState(t.config());
-            int[] one = {1};
-            for (int i = 0; i < WARMUP_STEPS; i++) {
-                one[0] = 3 + (i * 7919) % (t.config().vocabSize() - 3);
-                t.forward(state, List.of(Transformer.Chunk.of(cache, one)));
-            }
-            cache.resetTimer();
-            long t0 = System.nanoTime();
-            for (int i = 0; i < steps; i++) {
-                one[0] = 3 + (i * 104729) % (t.config().vocabSize() - 3);
-                t.forward(state, List.of(Transformer.Chunk.of(cache, one)));
-            }
-            long t1 = System.nanoTime();
-            return new Point(steps / ((t1 - t0) / 1e9), cache.attendNanos() / 1e6 / steps);
         }
+        cache.advance(context);
+        return cache;
+    }
+
+    /** Runs decode steps; with a clock, returns per step [wall ms, CPU ms, attention wall ms, attention CPU ms]. */
+    static double[][] decode(Transformer t, TimedKvCache cache, int steps, CpuClock cpu) {
+        ForwardState state = new ForwardState(t.config());
+        int[] one = {1};
+        double[][] m = new double[4][steps];
+        for (int i = 0; i < steps; i++) {
+            one[0] = 3 + ((cache.length() + i) * 104729) % (t.config().vocabSize() - 3);
+            cache.resetTimer();
+            long c0 = cpu == null ? 0 : cpu.nanos();
+            long t0 = System.nanoTime();
+            t.forward(state, List.of(Transformer.Chunk.of(cache, one)));
+            long t1 = System.nanoTime();
+            if (cpu != null) {
+                m[0][i] = (t1 - t0) / 1e6;
+                m[1][i] = (cpu.nanos() - c0) / 1e6;
+                m[2][i] = cache.attendNanos() / 1e6;
+                m[3][i] = cache.attendCpuNanos() / 1e6;
+            }
+        }
+        return m;
     }
 
     /**

@@ -41,7 +41,7 @@ final class DecodeBenchmark {
             throw new IllegalArgumentException("--kv must be a turbo scheme (the sweep compares its attention paths)");
         }
         Sweep sweep = a.has("--no-sweep") ? null : new Sweep(turbo, parseContexts(a.get("--contexts", null)),
-                a.getInt("--repeat", 2), a.getInt("--max-context", 0));
+                a.getInt("--repeat", 3), a.getInt("--max-context", 0));
         int promptTokens = a.getInt("--prompt-tokens", 128);
         int decodeTokens = a.getInt("--decode-tokens", 64);
         try (CpuBackend backend = CpuBackend.create(a.getInt("--threads", 0))) {
@@ -157,7 +157,7 @@ final class DecodeBenchmark {
             System.out.printf("  decode roofline fraction: %.2f (weight bytes/token x tok/s / copy bandwidth)%n", roofline);
             if (sweep != null) {
                 List<Integer> contexts = sweep.contexts() != null ? sweep.contexts()
-                        : ContextSweep.defaultContexts(c.maxPositions(), decodeTokens);
+                        : ContextSweep.defaultContexts(c.maxPositions(), decodeTokens, sweep.repeat());
                 long kvBf16 = t.attentionShape().layout(KvScheme.BF16).bytesPerToken();
                 long kvTurbo = t.attentionShape().layout(sweep.turbo()).bytesPerToken();
                 System.out.printf("  KV bytes per token: bf16 %d, %s %d (%.2fx fewer)%n", kvBf16, sweep.turbo().id(),

@@ -150,15 +150,17 @@ class QuantizedKvCacheTest {
         }
     }
 
+    /** Same bf16 keys and values: only the softmax's exp (TurboSoftmax vs the backend's) differs, by an ulp. */
     @Test
-    void turboCacheWhoseBf16PrefixCoversEveryTokenReproducesTheBf16CacheExactly() {
+    void turboCacheWhoseBf16PrefixCoversEveryTokenReproducesTheBf16Cache() {
         KvScheme.Turbo k8v3 = new KvScheme.Turbo(8, 3);
         for (AttentionPath path : AttentionPath.values()) {
             try (KvCache bf16 = new Bf16KvCache(t.attentionShape(), backend, 64);
                     KvCache turbo = new TurboQuantKvCache(k8v3, t.attentionShape(), backend, 64, 64, path)) {
                 assertArrayEquals(step(bf16, PROMPT), step(turbo, PROMPT));
                 for (int tok : new int[] {5, 6, 7}) {
-                    assertArrayEquals(step(bf16, tok), step(turbo, tok), path.toString());
+                    float[] ref = step(bf16, tok);
+                    assertTrue(maxDiff(ref, step(turbo, tok)) < 1e-4f, path.toString());
                 }
                 assertEquals(bf16.bytesUsed(), turbo.bytesUsed());
             }

@@ -10,7 +10,8 @@ import java.util.Arrays;
 /**
  * Attention of one query row over a {@link TurboQuantKvCache} for one KV head and every query head that shares it
  * (GQA), by one of the three {@link AttentionPath}s. Scores of all heads are computed first (bf16 prefix tokens by
- * the backend's kernels, quantized tokens by the path), then a softmax per head, then the weighted values.
+ * the backend's kernels, quantized tokens by the path), then a softmax per head ({@link TurboSoftmax}), then the
+ * weighted values.
  */
 final class TurboAttention {
     private static final int T = TurboBlockLayout.TOKENS;
@@ -78,7 +79,7 @@ final class TurboAttention {
                 }
             }
             for (int j = 0; j < heads; j++) {
-                kernels.softmax(sc, j * stride, n);
+                TurboSoftmax.softmax(sc, j * stride, n, vector);
             }
             if (vector) {
                 FusedValues.values(lay, chunks, headBase, nT, sc, nP, stride, heads, out, qOff, d, s.row(d), s.codes(d));
@@ -106,7 +107,7 @@ final class TurboAttention {
                 }
             }
             for (int j = 0; j < heads; j++) {
-                kernels.softmax(sc, j * stride, n);
+                TurboSoftmax.softmax(sc, j * stride, n, vector);
             }
             boolean deferred = path == AttentionPath.DEFERRED;
             float[] vw = s.vw(nT * d);

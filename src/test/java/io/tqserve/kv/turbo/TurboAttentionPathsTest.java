@@ -8,6 +8,7 @@ import io.tqserve.kv.AttentionShape;
 import io.tqserve.kv.KvScheme;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.List;
 import java.util.Random;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
@@ -198,8 +199,43 @@ class TurboAttentionPathsTest {
         }
     }
 
+    /** A long window (16 chunks + 1 token) filled by import, then decode steps: vector and scalar twins agree. */
     @Test
-    void extremeButFiniteInputsStayFiniteOnEveryPath() {
+    void vectorAndScalarTwinsAgreeOverA4097TokenWindow() {
+        AttentionShape shape = new AttentionShape(1, 2, 1, 128);
+        KvScheme.Turbo t = new KvScheme.Turbo(8, 3);
+        int n = 4097;
+        TurboCodec codec = TurboCodec.of(t, 128);
+        Inputs in = Inputs.random(shape, n + 4, 77);
+        float[][] outs = new float[2][];
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment entries = arena.allocate((long) n * codec.entryBytes());
+            for (int i = 0; i < n; i++) {
+                codec.encode(in.k, i * 128, in.v, i * 128, entries, (long) i * codec.entryBytes());
+            }
+            for (AttentionPath path : List.of(AttentionPath.FUSED, AttentionPath.DEQUANT)) {
+                for (int twin = 0; twin < 2; twin++) {
+                    try (TurboQuantKvCache c = new TurboQuantKvCache(t, shape, backend, n + 4, 0, path, twin == 0)) {
+                        c.importLayer(0, n, entries);
+                        c.advance(n);
+                        float[] out = new float[4 * shape.qDim()];
+                        for (int step = 0; step < 4; step++) {
+                            float[] att = new float[shape.qDim()];
+                            c.attend(0, 0, 1, slice(in.q, n + step, 1, shape.qDim()), slice(in.k, n + step, 1, 128),
+                                    slice(in.v, n + step, 1, 128), att);
+                            c.advance(1);
+                            System.arraycopy(att, 0, out, step * shape.qDim(), att.length);
+                        }
+                        outs[twin] = out;
+                    }
+                }
+                assertArrayEquals(outs[1], outs[0], path.toString());
+            }
+        }
+    }
+
+    @Test
+    void extremeButFiniteInputsStayFiniteOnEveryPathAndTwinsAgree() {
         AttentionShape shape = new AttentionShape(1, 2, 1, 128);
         KvScheme.Turbo t = new KvScheme.Turbo(8, 3);
         int total = 40;
@@ -209,10 +245,15 @@ class TurboAttentionPathsTest {
             in.v[i] = i % 3 == 0 ? -60000f : in.v[i] * 1e-5f;
         }
         for (AttentionPath path : AttentionPath.values()) {
-            try (TurboQuantKvCache c = new TurboQuantKvCache(t, shape, backend, total, 0, path)) {
-                for (float x : run(c, in, 5, total)) {
-                    assertTrue(Float.isFinite(x), path + " produced " + x);
-                }
+            float[] vec;
+            try (TurboQuantKvCache c = new TurboQuantKvCache(t, shape, backend, total, 0, path, true)) {
+                vec = run(c, in, 5, total);
+            }
+            for (float x : vec) {
+                assertTrue(Float.isFinite(x), path + " produced " + x);
+            }
+            try (TurboQuantKvCache c = new TurboQuantKvCache(t, shape, backend, total, 0, path, false)) {
+                assertArrayEquals(run(c, in, 5, total), vec, path.toString());
             }
         }
     }
