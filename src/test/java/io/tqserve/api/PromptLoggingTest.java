@@ -10,8 +10,11 @@ import io.tqserve.routing.RouteReason;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.springframework.boot.logging.LogLevel;
+import org.springframework.boot.logging.LoggingSystem;
 import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
 
@@ -23,6 +26,15 @@ import org.springframework.boot.test.system.OutputCaptureExtension;
 @ExtendWith(OutputCaptureExtension.class)
 class PromptLoggingTest extends HardenedServingContext {
     static final String SECRET = "Zebra-secret-4471";
+
+    /**
+     * The logging system is global: another cached test context that started after this one reset the levels to
+     * its own configuration, so set the request log's level here rather than only in the context's properties.
+     */
+    @BeforeEach
+    void requestLogAtDebug() {
+        LoggingSystem.get(getClass().getClassLoader()).setLogLevel(RequestLog.class.getName(), LogLevel.DEBUG);
+    }
 
     @Test
     void promptTextNeverReachesTheLogByDefault(CapturedOutput output) throws Exception {
@@ -45,7 +57,7 @@ class PromptLoggingTest extends HardenedServingContext {
     @Test
     void withLogPromptsTheLineCarriesThePromptEscaped() {
         ParsedRequest r = new ParsedRequest(Endpoint.COMPLETION, null, null, "x", null, 4, null, null, null, 0f, null,
-                0f, 0f, null, Map.of(), List.of(), false, false, -1, false, false, Optional.empty());
+                0f, 0f, null, Map.of(), List.of(), false, false, -1, false, false, Optional.empty(), null);
         GenerationRequest gen = new GenerationRequest(new int[] {5, 6, 7}, SamplingParams.greedy(4));
         RouteDecision d = new RouteDecision(batchedLane(), RouteReason.SHORT_CONTEXT);
         String prompt = "line one\n\"quoted\" \\ tab\t" + SECRET + "\u0001";
