@@ -22,7 +22,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /** The official OpenAI Java SDK against the running server: streaming and not, stop sequences, usage. */
-class OpenAiSdkTest extends Bf16ServingContext {
+class OpenAiSdkTest extends ServingTestContext {
     static final String MODEL = "tiny-llama-h128";
     static final String PROMPT = "The ls command";
     static final String CHAT_TEXT = "What does the ls command do?";

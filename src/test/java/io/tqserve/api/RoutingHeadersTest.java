@@ -17,7 +17,7 @@ import reactor.core.Disposable;
  * tqserve.routing.decisions{lane,reason}. The context routes worst cases above 16 tokens to the turbo lane, whose
  * budget holds 32 tokens; "The ls command" is 3 tokens.
  */
-class RoutingHeadersTest extends Bf16ServingContext {
+class RoutingHeadersTest extends ServingTestContext {
 
     void expectRoute(String json, String[] headers, String lane, String reason) throws Exception {
         double before = counter("tqserve.routing.decisions", "lane", lane, "reason", reason);

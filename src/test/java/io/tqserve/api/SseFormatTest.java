@@ -11,7 +11,7 @@ import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
 /** The exact bytes of the SSE streams: framing, first and last chunks, the usage chunk and [DONE]. */
-class SseFormatTest extends Bf16ServingContext {
+class SseFormatTest extends ServingTestContext {
     static final Pattern HEAD = Pattern.compile(
             "^data: \\{\"id\":\"((?:chatcmpl|cmpl)-[0-9a-f]{24})\",\"object\":\"([a-z._]+)\",\"created\":(\\d+),"
                     + "\"model\":\"tiny-llama-h128\",\"system_fingerprint\":\"(fp_[0-9a-f]{10})\",");

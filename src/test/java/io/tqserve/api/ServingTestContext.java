@@ -22,20 +22,20 @@ import org.springframework.boot.test.web.server.LocalServerPort;
 
 /**
  * One application context shared by the generation tests (Spring caches it across the subclasses): both lanes
- * on, the turbo lane on bf16 until the TurboQuant cache lands, a long-context threshold of 16 tokens and a turbo
- * KV budget of 32 tokens (so every routing reason is reachable with tiny prompts), a turbo queue of 1.
+ * on with the shipped schemes (turbo:k8v3, bf16), a long-context threshold of 16 tokens and a turbo KV budget of
+ * 32 tokens (so every routing reason is reachable with tiny prompts), a turbo queue of 1.
  */
-@SpringBootTest(classes = {TqserveApplication.class, LaneProbe.class}, webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
+@SpringBootTest(classes = {TqserveApplication.class, LaneProbe.class},
+        webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
         properties = {
-            "tqserve.kv.scheme=bf16",
             "tqserve.routing.long-context-threshold=16",
-            "tqserve.lanes.turbo.kv-budget=" + Bf16ServingContext.TURBO_BUDGET_BYTES + "B",
+            "tqserve.lanes.turbo.kv-budget=" + ServingTestContext.TURBO_BUDGET_BYTES + "B",
             "tqserve.lanes.turbo.queue-capacity=1",
             "tqserve.api.keep-alive-interval=1h"
         })
-abstract class Bf16ServingContext {
-    /** 32 tokens of bf16 KV on the embedded model: 32 × 6 layers × 2 KV heads × 512 bytes. */
-    static final long TURBO_BUDGET_BYTES = 32L * 6144;
+abstract class ServingTestContext {
+    /** 32 tokens of turbo:k8v3 KV on the embedded model: 32 × 6 layers × 2 KV heads × 200 bytes. */
+    static final long TURBO_BUDGET_BYTES = 32L * 2400;
 
     @LocalServerPort
     int port;
