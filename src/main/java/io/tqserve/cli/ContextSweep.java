@@ -71,9 +71,9 @@ final class ContextSweep {
     }
 
     /**
-     * For each context: one cache per arm filled to the context; {@code repeat} rounds, each running {@code steps}
-     * decode steps on every arm in turn (so the arms share the machine's conditions); per arm the median over all
-     * its measured steps.
+     * For each context: one cache per arm filled to the context; {@code repeat} rounds of {@code steps} decode steps,
+     * the arms taking turns step by step (so they share the machine's conditions, and each arm's KV is as cold as in
+     * a real step, where the weights stream through the cache in between); per arm the median over its steps.
      */
     static void run(Transformer t, ComputeBackend backend, List<Arm> arms, List<Integer> contexts, int steps,
             int repeat, PrintStream out, PrintStream progress) {
@@ -108,12 +108,18 @@ final class ContextSweep {
                         caches.add(filled(t, backend, arms.get(i), pools.get(i), context, repeat * steps, cpu));
                         decode(t, caches.get(i), WARMUP_STEPS, null);
                     }
+                    ForwardState[] states = new ForwardState[arms.size()];
+                    for (int i = 0; i < arms.size(); i++) {
+                        states[i] = new ForwardState(t.config());
+                    }
                     for (int r = 0; r < repeat; r++) {
                         progress.printf("sweep: context %d, round %d/%d%n", context, r + 1, repeat);
-                        for (int i = 0; i < arms.size(); i++) {
-                            double[][] m = decode(t, caches.get(i), steps, cpu);
-                            for (int k = 0; k < 4; k++) {
-                                System.arraycopy(m[k], 0, samples[i][k], r * steps, steps);
+                        for (int s = 0; s < steps; s++) {
+                            for (int i = 0; i < arms.size(); i++) { // round-robin: every arm sees the same moments
+                                double[] m = step(t, states[i], caches.get(i), cpu);
+                                for (int k = 0; k < 4; k++) {
+                                    samples[i][k][r * steps + s] = m[k];
+                                }
                             }
                         }
                     }
@@ -164,8 +170,8 @@ final class ContextSweep {
 
     private static void print(List<Arm> arms, List<Integer> contexts, Point[][] points, int steps, int repeat,
             int threads, PrintStream out) {
-        out.printf("%nDecode vs context: median over %d rounds x %d decode steps per arm (arms interleaved per round,"
-                + " after %d warm-up steps). Ratios are vs bf16, >1 = better. Attention = store + attend, all layers."
+        out.printf("%nDecode vs context: median over %d rounds x %d decode steps per arm (arms take turns step by"
+                + " step, after %d warm-up steps). Ratios are vs bf16, >1 = better. Attention = store + attend, all layers."
                 + " CPU = CPU time of the %d compute threads (caller + kernel pool), immune to waiting for a core.%n%n",
                 repeat, steps, WARMUP_STEPS, threads);
         table(out, "tok/s", arms, contexts, points, Point::tokPerS, true);
@@ -198,26 +204,24 @@ final class ContextSweep {
         return cache;
     }
 
-    /** Runs decode steps; with a clock, returns per step [wall ms, CPU ms, attention wall ms, attention CPU ms]. */
-    static double[][] decode(Transformer t, TimedKvCache cache, int steps, CpuClock cpu) {
+    /** Runs decode steps, unmeasured (warm-up). */
+    static void decode(Transformer t, TimedKvCache cache, int steps, CpuClock cpu) {
         ForwardState state = new ForwardState(t.config());
-        int[] one = {1};
-        double[][] m = new double[4][steps];
         for (int i = 0; i < steps; i++) {
-            one[0] = 3 + ((cache.length() + i) * 104729) % (t.config().vocabSize() - 3);
-            cache.resetTimer();
-            long c0 = cpu == null ? 0 : cpu.nanos();
-            long t0 = System.nanoTime();
-            t.forward(state, List.of(Transformer.Chunk.of(cache, one)));
-            long t1 = System.nanoTime();
-            if (cpu != null) {
-                m[0][i] = (t1 - t0) / 1e6;
-                m[1][i] = (cpu.nanos() - c0) / 1e6;
-                m[2][i] = cache.attendNanos() / 1e6;
-                m[3][i] = cache.attendCpuNanos() / 1e6;
-            }
+            step(t, state, cache, cpu);
         }
-        return m;
+    }
+
+    /** One decode step: [wall ms, CPU ms, attention wall ms, attention CPU ms] (CPU 0 without a clock). */
+    static double[] step(Transformer t, ForwardState state, TimedKvCache cache, CpuClock cpu) {
+        int[] one = {3 + (cache.length() * 104729) % (t.config().vocabSize() - 3)};
+        cache.resetTimer();
+        long c0 = cpu == null ? 0 : cpu.nanos();
+        long t0 = System.nanoTime();
+        t.forward(state, List.of(Transformer.Chunk.of(cache, one)));
+        long t1 = System.nanoTime();
+        return new double[] {(t1 - t0) / 1e6, cpu == null ? 0 : (cpu.nanos() - c0) / 1e6, cache.attendNanos() / 1e6,
+                cache.attendCpuNanos() / 1e6};
     }
 
     /**

@@ -23,7 +23,10 @@ public interface KvCache extends AutoCloseable {
     /** Most tokens this cache may hold. */
     int maxTokens();
 
-    /** Bytes the committed tokens occupy: exactly {@code layout().bytesFor(length())}. */
+    /**
+     * Bytes the committed tokens occupy: exactly {@code layout().bytesFor(length())} (a quantized cache that keeps its
+     * first quantizedKvStart tokens in bf16 counts those at bf16's size).
+     */
     default long bytesUsed() {
         return layout().bytesFor(length());
     }
