@@ -13,15 +13,20 @@ public interface Kernels {
     float dot(float[] a, int aOff, float[] b, int bOff, int n);
 
     /**
-     * Four dot products of rows w0..w3 (each n long, at offsets wOff + q·wStride of w) with x[xOff, xOff+n), into
-     * out[0..3]. Each result is bit-identical to {@link #dot} of that row: register blocking for prefill must not
-     * change a sequence's numbers.
+     * The matrix-vector kernel of matmul: rows {@code row .. row+count-1} of w (count 1..4) times x[xOff, xOff+cols):
+     * out[outOff+q] = Σ w[row+q, i]·x[xOff+i]. Together with {@link #tile} these are the matmul kernels, and they
+     * give an output the same bits whichever of them computes it and in whatever group: batching rows (decode
+     * streams, prefill tokens) must not change a sequence's numbers.
      */
-    default void dot4(float[] w, int wOff, int wStride, float[] x, int xOff, int n, float[] out) {
-        for (int q = 0; q < 4; q++) {
-            out[q] = dot(w, wOff + q * wStride, x, xOff, n);
-        }
-    }
+    void matvec(Matrix w, int row, int count, float[] x, int xOff, float[] out, int outOff);
+
+    /**
+     * The matrix-matrix kernel of matmul: wCount float rows of w (1..4, each n long, at wOff + q·n) times xCount rows
+     * of x (1..4, at xOff + r·n): out[outOff + r·outStride + q] = Σ w[wOff+q·n+i]·x[xOff+r·n+i]. Bit-identical to
+     * {@link #matvec} of the same rows (see there).
+     */
+    void tile(float[] w, int wOff, int wCount, float[] x, int xOff, int xCount, int n, float[] out, int outOff,
+            int outStride);
 
     /** Σ w[row, i]·x[xOff+i], i < w.cols(): the matrix row is read straight from its off-heap bytes. */
     float dotRow(Matrix w, int row, float[] x, int xOff);

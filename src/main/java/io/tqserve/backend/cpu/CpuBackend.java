@@ -73,38 +73,28 @@ public final class CpuBackend implements ComputeBackend {
         int outDim = w.rows();
         int inDim = w.cols();
         int blocks = Math.max(1, Math.min(outDim / 8, pool.threads() * 8));
-        int per = ((outDim + blocks - 1) / blocks + 3) / 4 * 4; // whole 4-row blocks for the prefill kernel
+        int per = ((outDim + blocks - 1) / blocks + 3) / 4 * 4; // whole 4-row blocks for matvec and the tiles
         int nBlocks = (outDim + per - 1) / per;
         pool.parallelFor(nBlocks, b -> {
             int from = b * per;
             int to = Math.min(outDim, from + per);
             if (rows == 1) {
-                for (int j = from; j < to; j++) {
-                    out[j] = kernels.dotRow(w, j, x, 0);
+                // matrix-vector: four weight rows at a time, read straight from their bytes
+                for (int j = from; j < to; j += 4) {
+                    kernels.matvec(w, j, Math.min(4, to - j), x, 0, out, j);
                 }
                 return;
             }
+            // matrix-matrix: four weight rows decoded once, then 4x4 tiles against the activation rows
             float[] wRows = scratch(4 * inDim);
-            float[] four = new float[4];
-            int j = from;
-            for (; j + 4 <= to; j += 4) {
-                // four weight rows decoded once, then register-blocked against every activation row
-                for (int q = 0; q < 4; q++) {
+            for (int j = from; j < to; j += 4) {
+                int count = Math.min(4, to - j);
+                for (int q = 0; q < count; q++) {
                     kernels.decodeRow(w, j + q, wRows, q * inDim);
                 }
-                for (int r = 0; r < rows; r++) {
-                    kernels.dot4(wRows, 0, inDim, x, r * inDim, inDim, four);
-                    int o = r * outDim + j;
-                    out[o] = four[0];
-                    out[o + 1] = four[1];
-                    out[o + 2] = four[2];
-                    out[o + 3] = four[3];
-                }
-            }
-            for (; j < to; j++) {
-                kernels.decodeRow(w, j, wRows, 0);
-                for (int r = 0; r < rows; r++) {
-                    out[r * outDim + j] = kernels.dot(wRows, 0, x, r * inDim, inDim);
+                for (int r = 0; r < rows; r += 4) {
+                    kernels.tile(wRows, 0, count, x, r * inDim, Math.min(4, rows - r), inDim, out, r * outDim + j,
+                            outDim);
                 }
             }
         });

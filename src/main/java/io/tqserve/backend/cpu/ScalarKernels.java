@@ -31,6 +31,23 @@ public final class ScalarKernels implements Kernels {
     }
 
     @Override
+    public void matvec(Matrix w, int row, int count, float[] x, int xOff, float[] out, int outOff) {
+        for (int q = 0; q < count; q++) {
+            out[outOff + q] = dotRow(w, row + q, x, xOff);
+        }
+    }
+
+    @Override
+    public void tile(float[] w, int wOff, int wCount, float[] x, int xOff, int xCount, int n, float[] out,
+            int outOff, int outStride) {
+        for (int r = 0; r < xCount; r++) {
+            for (int q = 0; q < wCount; q++) {
+                out[outOff + r * outStride + q] = dot(w, wOff + q * n, x, xOff + r * n, n);
+            }
+        }
+    }
+
+    @Override
     public void decodeRow(Matrix w, int row, float[] dst, int dOff) {
         int cols = w.cols();
         for (int c = 0; c < cols; c++) {

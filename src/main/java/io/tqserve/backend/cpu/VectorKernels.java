@@ -30,21 +30,60 @@ public final class VectorKernels implements Kernels {
     private static final int L = F.length();
 
     private final ScalarKernels tail = new ScalarKernels();
-    /** Per-thread lane buffer for the sequential horizontal sum. */
-    private static final ThreadLocal<float[]> LANES = ThreadLocal.withInitial(() -> new float[L]);
+    /** Per-thread lane buffer for the horizontal sums (room for the 16 outputs of a 4x4 tile). */
+    private static final ThreadLocal<float[]> LANES = ThreadLocal.withInitial(() -> new float[16 * L]);
 
-    /*
-     * Horizontal sums run lane 0 to lane L-1 in order, written out at each use (see above on helpers).
-     * {@code reduceLanes(ADD)} may sum in any order and does so differently when interpreted than when compiled, which made the same input give different bits
-     * before and after JIT warm-up; a fixed order keeps every result reproducible.
+    /**
+     * The horizontal sum of the L lanes at {@code lanes[off..off+L)}, in one fixed order: halves folded onto each
+     * other (lane k + w added to lane k for w = L/2, L/4, ..., 1). {@code reduceLanes(ADD)} may sum in any order and
+     * does so differently when interpreted than when compiled, which made the same input give different bits before
+     * and after JIT warm-up; a fixed order keeps every result reproducible, and every dot kernel here uses this one,
+     * so a row's result does not depend on the kernel (single, four-row, direct bf16) that computed it. The fold has
+     * L/2 independent adds per level (depth log2 L) where a lane-by-lane sum is a chain of L dependent adds: on rows
+     * of 512 that chain took about as long as the multiply-adds. Scalar in and out, so this helper is inlined and
+     * boxes nothing.
      */
-    private final ThreadLocal<float[]> f16Rows = new ThreadLocal<>();
+    static float sumLanes(float[] lanes, int off) {
+        // The common widths written out (L is a constant, so C2 keeps one branch): values in registers, no stores.
+        if (L == 16) {
+            float a0 = lanes[off] + lanes[off + 8];
+            float a1 = lanes[off + 1] + lanes[off + 9];
+            float a2 = lanes[off + 2] + lanes[off + 10];
+            float a3 = lanes[off + 3] + lanes[off + 11];
+            float a4 = lanes[off + 4] + lanes[off + 12];
+            float a5 = lanes[off + 5] + lanes[off + 13];
+            float a6 = lanes[off + 6] + lanes[off + 14];
+            float a7 = lanes[off + 7] + lanes[off + 15];
+            float b0 = a0 + a4;
+            float b1 = a1 + a5;
+            float b2 = a2 + a6;
+            float b3 = a3 + a7;
+            return (b0 + b2) + (b1 + b3);
+        }
+        if (L == 8) {
+            float b0 = lanes[off] + lanes[off + 4];
+            float b1 = lanes[off + 1] + lanes[off + 5];
+            float b2 = lanes[off + 2] + lanes[off + 6];
+            float b3 = lanes[off + 3] + lanes[off + 7];
+            return (b0 + b2) + (b1 + b3);
+        }
+        if (L == 4) {
+            return (lanes[off] + lanes[off + 2]) + (lanes[off + 1] + lanes[off + 3]);
+        }
+        for (int w = L >> 1; w > 0; w >>= 1) {
+            for (int k = 0; k < w; k++) {
+                lanes[off + k] += lanes[off + k + w];
+            }
+        }
+        return lanes[off];
+    }
+    private final ThreadLocal<float[]> scratchRows = new ThreadLocal<>();
 
-    private float[] f16Scratch(int n) {
-        float[] s = f16Rows.get();
+    private float[] rowScratch(int n) {
+        float[] s = scratchRows.get();
         if (s == null || s.length < n) {
             s = new float[n];
-            f16Rows.set(s);
+            scratchRows.set(s);
         }
         return s;
     }
@@ -82,77 +121,123 @@ public final class VectorKernels implements Kernels {
             acc0 = FloatVector.fromArray(F, a, aOff + i).fma(FloatVector.fromArray(F, b, bOff + i), acc0);
         }
         acc0.add(acc1).add(acc2.add(acc3)).intoArray(lanes, 0);
-        float sum = 0f;
-        for (int k = 0; k < L; k++) {
-            sum += lanes[k];
-        }
+        float sum = sumLanes(lanes, 0);
         for (; i < n; i++) {
             sum += a[aOff + i] * b[bOff + i];
         }
         return sum;
     }
 
+    /*
+     * The matmul kernels (matvec, tile) give each output ONE accumulator vector over the row (steps of L lanes), then
+     * the fixed-order horizontal sum, then the scalar tail in order: the same arithmetic for an output whichever
+     * kernel computes it. Register blocking then comes from computing several outputs at once, never from splitting
+     * one output over several accumulators (which would tie its bits to the blocking). On the development machine
+     * (AVX-512, one 512-bit load per cycle) the loads bound these loops: a 4x4 tile issues 8 loads per 16
+     * multiply-adds where four-row-times-one-x blocking with four accumulators per row issued 20 per 16, and the
+     * single-x matvec shares each x load between four weight rows.
+     */
+
     @Override
-    public void dot4(float[] w, int wOff, int wStride, float[] x, int xOff, int n, float[] out) {
+    public void matvec(Matrix w, int row, int count, float[] x, int xOff, float[] out, int outOff) {
+        int n = w.cols();
+        if (count == 4 && w.dtype() == DType.BF16) {
+            matvec4Bf16(w.data(), (long) row * n * 2, n, x, xOff, out, outOff);
+            return;
+        }
+        float[] rows = rowScratch(count * n);
+        for (int q = 0; q < count; q++) {
+            decodeRow(w, row + q, rows, q * n);
+        }
+        tile(rows, 0, count, x, xOff, 1, n, out, outOff, 0);
+    }
+
+    @Override
+    public void tile(float[] w, int wOff, int wCount, float[] x, int xOff, int xCount, int n, float[] out,
+            int outOff, int outStride) {
+        if (wCount == 4 && xCount == 4) {
+            tile4x4(w, wOff, x, xOff, n, out, outOff, outStride);
+            return;
+        }
+        for (int r = 0; r < xCount; r++) {
+            if (wCount == 4) {
+                tile4x1(w, wOff, x, xOff + r * n, n, out, outOff + r * outStride);
+            } else {
+                for (int q = 0; q < wCount; q++) {
+                    out[outOff + r * outStride + q] = tile1x1(w, wOff + q * n, x, xOff + r * n, n);
+                }
+            }
+        }
+    }
+
+    /** Four bf16 rows of a matrix (at byte offset base, n columns) times x: the weight bytes widened in registers. */
+    private static void matvec4Bf16(MemorySegment seg, long base, int n, float[] x, int xOff, float[] out,
+            int outOff) {
+        float[] lanes = LANES.get();
+        long b0 = base;
+        long b1 = base + 2L * n;
+        long b2 = base + 4L * n;
+        long b3 = base + 6L * n;
+        FloatVector c0 = FloatVector.zero(F);
+        FloatVector c1 = FloatVector.zero(F);
+        FloatVector c2 = FloatVector.zero(F);
+        FloatVector c3 = FloatVector.zero(F);
+        int i = 0;
+        for (int bound = n - L; i <= bound; i += L) {
+            FloatVector xv = FloatVector.fromArray(F, x, xOff + i);
+            c0 = ((IntVector) ShortVector.fromMemorySegment(S, seg, b0 + 2L * i, LE).convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(xv, c0);
+            c1 = ((IntVector) ShortVector.fromMemorySegment(S, seg, b1 + 2L * i, LE).convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(xv, c1);
+            c2 = ((IntVector) ShortVector.fromMemorySegment(S, seg, b2 + 2L * i, LE).convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(xv, c2);
+            c3 = ((IntVector) ShortVector.fromMemorySegment(S, seg, b3 + 2L * i, LE).convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(xv, c3);
+        }
+        c0.intoArray(lanes, 0);
+        c1.intoArray(lanes, L);
+        c2.intoArray(lanes, 2 * L);
+        c3.intoArray(lanes, 3 * L);
+        float s0 = sumLanes(lanes, 0);
+        float s1 = sumLanes(lanes, L);
+        float s2 = sumLanes(lanes, 2 * L);
+        float s3 = sumLanes(lanes, 3 * L);
+        for (; i < n; i++) {
+            float xi = x[xOff + i];
+            s0 += Float.intBitsToFloat((seg.get(io.tqserve.backend.Layouts.SHORT_LE, b0 + 2L * i) & 0xFFFF) << 16) * xi;
+            s1 += Float.intBitsToFloat((seg.get(io.tqserve.backend.Layouts.SHORT_LE, b1 + 2L * i) & 0xFFFF) << 16) * xi;
+            s2 += Float.intBitsToFloat((seg.get(io.tqserve.backend.Layouts.SHORT_LE, b2 + 2L * i) & 0xFFFF) << 16) * xi;
+            s3 += Float.intBitsToFloat((seg.get(io.tqserve.backend.Layouts.SHORT_LE, b3 + 2L * i) & 0xFFFF) << 16) * xi;
+        }
+        out[outOff] = s0;
+        out[outOff + 1] = s1;
+        out[outOff + 2] = s2;
+        out[outOff + 3] = s3;
+    }
+
+    /** Four float rows of w (stride n) times one row of x. */
+    private static void tile4x1(float[] w, int wOff, float[] x, int xOff, int n, float[] out, int outOff) {
         float[] lanes = LANES.get();
         int o0 = wOff;
-        int o1 = wOff + wStride;
-        int o2 = wOff + 2 * wStride;
-        int o3 = wOff + 3 * wStride;
-        FloatVector a00 = FloatVector.zero(F), a01 = FloatVector.zero(F), a02 = FloatVector.zero(F), a03 = FloatVector.zero(F);
-        FloatVector a10 = FloatVector.zero(F), a11 = FloatVector.zero(F), a12 = FloatVector.zero(F), a13 = FloatVector.zero(F);
-        FloatVector a20 = FloatVector.zero(F), a21 = FloatVector.zero(F), a22 = FloatVector.zero(F), a23 = FloatVector.zero(F);
-        FloatVector a30 = FloatVector.zero(F), a31 = FloatVector.zero(F), a32 = FloatVector.zero(F), a33 = FloatVector.zero(F);
+        int o1 = wOff + n;
+        int o2 = wOff + 2 * n;
+        int o3 = wOff + 3 * n;
+        FloatVector c0 = FloatVector.zero(F);
+        FloatVector c1 = FloatVector.zero(F);
+        FloatVector c2 = FloatVector.zero(F);
+        FloatVector c3 = FloatVector.zero(F);
         int i = 0;
-        for (int bound = n - 4 * L; i <= bound; i += 4 * L) {
-            FloatVector x0 = FloatVector.fromArray(F, x, xOff + i);
-            FloatVector x1 = FloatVector.fromArray(F, x, xOff + i + L);
-            FloatVector x2 = FloatVector.fromArray(F, x, xOff + i + 2 * L);
-            FloatVector x3 = FloatVector.fromArray(F, x, xOff + i + 3 * L);
-            a00 = FloatVector.fromArray(F, w, o0 + i).fma(x0, a00);
-            a01 = FloatVector.fromArray(F, w, o0 + i + L).fma(x1, a01);
-            a02 = FloatVector.fromArray(F, w, o0 + i + 2 * L).fma(x2, a02);
-            a03 = FloatVector.fromArray(F, w, o0 + i + 3 * L).fma(x3, a03);
-            a10 = FloatVector.fromArray(F, w, o1 + i).fma(x0, a10);
-            a11 = FloatVector.fromArray(F, w, o1 + i + L).fma(x1, a11);
-            a12 = FloatVector.fromArray(F, w, o1 + i + 2 * L).fma(x2, a12);
-            a13 = FloatVector.fromArray(F, w, o1 + i + 3 * L).fma(x3, a13);
-            a20 = FloatVector.fromArray(F, w, o2 + i).fma(x0, a20);
-            a21 = FloatVector.fromArray(F, w, o2 + i + L).fma(x1, a21);
-            a22 = FloatVector.fromArray(F, w, o2 + i + 2 * L).fma(x2, a22);
-            a23 = FloatVector.fromArray(F, w, o2 + i + 3 * L).fma(x3, a23);
-            a30 = FloatVector.fromArray(F, w, o3 + i).fma(x0, a30);
-            a31 = FloatVector.fromArray(F, w, o3 + i + L).fma(x1, a31);
-            a32 = FloatVector.fromArray(F, w, o3 + i + 2 * L).fma(x2, a32);
-            a33 = FloatVector.fromArray(F, w, o3 + i + 3 * L).fma(x3, a33);
-        }
         for (int bound = n - L; i <= bound; i += L) {
-            FloatVector x0 = FloatVector.fromArray(F, x, xOff + i);
-            a00 = FloatVector.fromArray(F, w, o0 + i).fma(x0, a00);
-            a10 = FloatVector.fromArray(F, w, o1 + i).fma(x0, a10);
-            a20 = FloatVector.fromArray(F, w, o2 + i).fma(x0, a20);
-            a30 = FloatVector.fromArray(F, w, o3 + i).fma(x0, a30);
+            FloatVector xv = FloatVector.fromArray(F, x, xOff + i);
+            c0 = FloatVector.fromArray(F, w, o0 + i).fma(xv, c0);
+            c1 = FloatVector.fromArray(F, w, o1 + i).fma(xv, c1);
+            c2 = FloatVector.fromArray(F, w, o2 + i).fma(xv, c2);
+            c3 = FloatVector.fromArray(F, w, o3 + i).fma(xv, c3);
         }
-        a00.add(a01).add(a02.add(a03)).intoArray(lanes, 0);
-        float s0 = 0f;
-        for (int k = 0; k < L; k++) {
-            s0 += lanes[k];
-        }
-        a10.add(a11).add(a12.add(a13)).intoArray(lanes, 0);
-        float s1 = 0f;
-        for (int k = 0; k < L; k++) {
-            s1 += lanes[k];
-        }
-        a20.add(a21).add(a22.add(a23)).intoArray(lanes, 0);
-        float s2 = 0f;
-        for (int k = 0; k < L; k++) {
-            s2 += lanes[k];
-        }
-        a30.add(a31).add(a32.add(a33)).intoArray(lanes, 0);
-        float s3 = 0f;
-        for (int k = 0; k < L; k++) {
-            s3 += lanes[k];
-        }
+        c0.intoArray(lanes, 0);
+        c1.intoArray(lanes, L);
+        c2.intoArray(lanes, 2 * L);
+        c3.intoArray(lanes, 3 * L);
+        float s0 = sumLanes(lanes, 0);
+        float s1 = sumLanes(lanes, L);
+        float s2 = sumLanes(lanes, 2 * L);
+        float s3 = sumLanes(lanes, 3 * L);
         for (; i < n; i++) {
             float xi = x[xOff + i];
             s0 += w[o0 + i] * xi;
@@ -160,10 +245,99 @@ public final class VectorKernels implements Kernels {
             s2 += w[o2 + i] * xi;
             s3 += w[o3 + i] * xi;
         }
-        out[0] = s0;
-        out[1] = s1;
-        out[2] = s2;
-        out[3] = s3;
+        out[outOff] = s0;
+        out[outOff + 1] = s1;
+        out[outOff + 2] = s2;
+        out[outOff + 3] = s3;
+    }
+
+    /** One float row of w times one row of x. */
+    private static float tile1x1(float[] w, int wOff, float[] x, int xOff, int n) {
+        float[] lanes = LANES.get();
+        FloatVector c = FloatVector.zero(F);
+        int i = 0;
+        for (int bound = n - L; i <= bound; i += L) {
+            c = FloatVector.fromArray(F, w, wOff + i).fma(FloatVector.fromArray(F, x, xOff + i), c);
+        }
+        c.intoArray(lanes, 0);
+        float s = sumLanes(lanes, 0);
+        for (; i < n; i++) {
+            s += w[wOff + i] * x[xOff + i];
+        }
+        return s;
+    }
+
+    /** Four float rows of w (stride n) times four rows of x (stride n): 16 outputs, 8 loads per 16 multiply-adds. */
+    private static void tile4x4(float[] w, int wOff, float[] x, int xOff, int n, float[] out, int outOff,
+            int outStride) {
+        float[] lanes = LANES.get();
+        int w0 = wOff;
+        int w1 = wOff + n;
+        int w2 = wOff + 2 * n;
+        int w3 = wOff + 3 * n;
+        int x0 = xOff;
+        int x1 = xOff + n;
+        int x2 = xOff + 2 * n;
+        int x3 = xOff + 3 * n;
+        FloatVector c00 = FloatVector.zero(F), c01 = FloatVector.zero(F), c02 = FloatVector.zero(F), c03 = FloatVector.zero(F);
+        FloatVector c10 = FloatVector.zero(F), c11 = FloatVector.zero(F), c12 = FloatVector.zero(F), c13 = FloatVector.zero(F);
+        FloatVector c20 = FloatVector.zero(F), c21 = FloatVector.zero(F), c22 = FloatVector.zero(F), c23 = FloatVector.zero(F);
+        FloatVector c30 = FloatVector.zero(F), c31 = FloatVector.zero(F), c32 = FloatVector.zero(F), c33 = FloatVector.zero(F);
+        int i = 0;
+        for (int bound = n - L; i <= bound; i += L) {
+            // cRQ: x row R, w row Q
+            FloatVector v0 = FloatVector.fromArray(F, x, x0 + i);
+            FloatVector v1 = FloatVector.fromArray(F, x, x1 + i);
+            FloatVector v2 = FloatVector.fromArray(F, x, x2 + i);
+            FloatVector v3 = FloatVector.fromArray(F, x, x3 + i);
+            FloatVector u = FloatVector.fromArray(F, w, w0 + i);
+            c00 = u.fma(v0, c00);
+            c10 = u.fma(v1, c10);
+            c20 = u.fma(v2, c20);
+            c30 = u.fma(v3, c30);
+            u = FloatVector.fromArray(F, w, w1 + i);
+            c01 = u.fma(v0, c01);
+            c11 = u.fma(v1, c11);
+            c21 = u.fma(v2, c21);
+            c31 = u.fma(v3, c31);
+            u = FloatVector.fromArray(F, w, w2 + i);
+            c02 = u.fma(v0, c02);
+            c12 = u.fma(v1, c12);
+            c22 = u.fma(v2, c22);
+            c32 = u.fma(v3, c32);
+            u = FloatVector.fromArray(F, w, w3 + i);
+            c03 = u.fma(v0, c03);
+            c13 = u.fma(v1, c13);
+            c23 = u.fma(v2, c23);
+            c33 = u.fma(v3, c33);
+        }
+        c00.intoArray(lanes, 0);
+        c01.intoArray(lanes, L);
+        c02.intoArray(lanes, 2 * L);
+        c03.intoArray(lanes, 3 * L);
+        c10.intoArray(lanes, 4 * L);
+        c11.intoArray(lanes, 5 * L);
+        c12.intoArray(lanes, 6 * L);
+        c13.intoArray(lanes, 7 * L);
+        c20.intoArray(lanes, 8 * L);
+        c21.intoArray(lanes, 9 * L);
+        c22.intoArray(lanes, 10 * L);
+        c23.intoArray(lanes, 11 * L);
+        c30.intoArray(lanes, 12 * L);
+        c31.intoArray(lanes, 13 * L);
+        c32.intoArray(lanes, 14 * L);
+        c33.intoArray(lanes, 15 * L);
+        for (int r = 0; r < 4; r++) {
+            int xr = xOff + r * n;
+            for (int q = 0; q < 4; q++) {
+                int wq = wOff + q * n;
+                float s = sumLanes(lanes, (4 * r + q) * L);
+                for (int k = i; k < n; k++) {
+                    s += w[wq + k] * x[xr + k];
+                }
+                out[outOff + r * outStride + q] = s;
+            }
+        }
     }
 
     @Override
@@ -174,7 +348,7 @@ public final class VectorKernels implements Kernels {
             case BF16 -> dotBf16(seg, (long) row * cols * 2, x, xOff, cols);
             case F32 -> dotF32(seg, (long) row * cols * 4, x, xOff, cols);
             case F16 -> {
-                float[] tmp = f16Scratch(cols);
+                float[] tmp = rowScratch(cols);
                 tail.decodeRow(w, row, tmp, 0);
                 yield dot(tmp, 0, x, xOff, cols);
             }
@@ -199,10 +373,7 @@ public final class VectorKernels implements Kernels {
             acc0 = ((IntVector) ShortVector.fromMemorySegment(S, seg, base + 2L * i, LE).convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(FloatVector.fromArray(F, x, xOff + i), acc0);
         }
         acc0.add(acc1).add(acc2.add(acc3)).intoArray(lanes, 0);
-        float sum = 0f;
-        for (int k = 0; k < L; k++) {
-            sum += lanes[k];
-        }
+        float sum = sumLanes(lanes, 0);
         for (; i < n; i++) {
             short bits = seg.get(io.tqserve.backend.Layouts.SHORT_LE, base + 2L * i);
             sum += Float.intBitsToFloat((bits & 0xFFFF) << 16) * x[xOff + i];
@@ -228,10 +399,7 @@ public final class VectorKernels implements Kernels {
             acc0 = FloatVector.fromMemorySegment(F, seg, base + 4L * i, LE).fma(FloatVector.fromArray(F, x, xOff + i), acc0);
         }
         acc0.add(acc1).add(acc2.add(acc3)).intoArray(lanes, 0);
-        float sum = 0f;
-        for (int k = 0; k < L; k++) {
-            sum += lanes[k];
-        }
+        float sum = sumLanes(lanes, 0);
         for (; i < n; i++) {
             sum += seg.get(io.tqserve.backend.Layouts.FLOAT_LE, base + 4L * i) * x[xOff + i];
         }

@@ -99,7 +99,7 @@ class KernelParityTest {
     @ParameterizedTest
     @ValueSource(ints = {1, 7, 31, 33, 127, 4097})
     void decodedRowDotEqualsDirectRowDotBitForBit(int cols) {
-        // batch invariance: the batched matmul decodes a row then calls dot; decode calls dotRow
+        // a row read straight from its bytes (dotRow) and the same row decoded then dotted give the same bits
         try (Arena arena = Arena.ofConfined()) {
             for (DType dtype : DType.values()) {
                 Matrix w = matrix(arena, dtype, 2, cols, 7 * cols);
@@ -113,17 +113,59 @@ class KernelParityTest {
     }
 
     @ParameterizedTest
-    @ValueSource(ints = {1, 7, 31, 33, 127, 4097})
-    void fourRowDotIsBitIdenticalToSingleDotsAndCloseToScalar(int n) {
-        float[] w = random(4 * n + 3, n, 1f);
-        float[] x = random(n + 1, 2 * n, 1f);
-        float[] v = new float[4];
-        float[] s = new float[4];
-        VEC.dot4(w, 3, n, x, 1, n, v);
-        SCA.dot4(w, 3, n, x, 1, n, s);
-        for (int q = 0; q < 4; q++) {
-            assertEquals(Float.floatToIntBits(VEC.dot(w, 3 + q * n, x, 1, n)), Float.floatToIntBits(v[q]), "row " + q);
-            assertEquals(s[q], v[q], tol(n, 1f));
+    @ValueSource(ints = {1, 7, 31, 33, 127, 512, 4097})
+    void matmulKernelsGiveEveryOutputTheSameBitsWhicheverComputesItAndAreCloseToScalar(int n) {
+        // batch invariance: decode uses matvec (four bf16 rows, or decoded rows for the rest); prefill and batched
+        // decode use 4x4 and smaller tiles of decoded rows. Reference: tile of one weight row times one x row.
+        try (Arena arena = Arena.ofConfined()) {
+            for (DType dtype : DType.values()) {
+                Matrix m = matrix(arena, dtype, 5, n, 3 * n + dtype.ordinal());
+                float[] w = new float[5 * n + 3];
+                for (int q = 0; q < 5; q++) {
+                    VEC.decodeRow(m, q, w, 3 + q * n);
+                }
+                float[] x = random(4 * n + 1, 2 * n, 1f);
+                float[][] ref = new float[4][5];
+                float[] one = new float[1];
+                for (int r = 0; r < 4; r++) {
+                    for (int q = 0; q < 5; q++) {
+                        VEC.tile(w, 3 + q * n, 1, x, 1 + r * n, 1, n, one, 0, 0);
+                        ref[r][q] = one[0];
+                        assertEquals(SCA.dot(w, 3 + q * n, x, 1 + r * n, n), one[0], tol(n, 1f), dtype + " scalar");
+                    }
+                }
+                for (int count = 1; count <= 4; count++) {
+                    for (int start = 0; start + count <= 5; start++) {
+                        for (int r = 0; r < 4; r++) {
+                            float[] mv = new float[count];
+                            VEC.matvec(m, start, count, x, 1 + r * n, mv, 0);
+                            for (int q = 0; q < count; q++) {
+                                assertEquals(Float.floatToIntBits(ref[r][start + q]), Float.floatToIntBits(mv[q]),
+                                        dtype + " matvec rows " + start + "+" + count + " x row " + r);
+                            }
+                        }
+                        for (int xCount = 1; xCount <= 4; xCount++) {
+                            float[] t = new float[xCount * 7];
+                            VEC.tile(w, 3 + start * n, count, x, 1, xCount, n, t, 0, 7);
+                            for (int r = 0; r < xCount; r++) {
+                                for (int q = 0; q < count; q++) {
+                                    assertEquals(Float.floatToIntBits(ref[r][start + q]),
+                                            Float.floatToIntBits(t[r * 7 + q]), dtype + " tile " + count + "x" + xCount
+                                                    + " at w row " + (start + q) + " x row " + r);
+                                }
+                            }
+                        }
+                    }
+                }
+                float[] sca = new float[4];
+                SCA.matvec(m, 1, 4, x, 1, sca, 0);
+                float[] st = new float[4];
+                SCA.tile(w, 3 + n, 4, x, 1, 1, n, st, 0, 0);
+                for (int q = 0; q < 4; q++) {
+                    assertEquals(sca[q], ref[0][1 + q], tol(n, 2f), dtype + " scalar matvec");
+                    assertEquals(st[q], ref[0][1 + q], tol(n, 2f), dtype + " scalar tile");
+                }
+            }
         }
     }
 

@@ -1,0 +1,88 @@
+package io.tqserve.backend.cpu;
+
+import io.tqserve.backend.DType;
+import io.tqserve.backend.Matrix;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
+
+/**
+ * The CPU backend's bf16 matrix-vector and matrix-matrix products on one kernel thread: {@code rows} activation rows
+ * against a weight matrix of {@code shape} ("out x in"). 32000x512 is the tiny model's LM head (most of its weight
+ * bytes), 5632x2048 a 0.5B model's MLP projection. One op = one matmul; compare ops/s across {@code rows} to see how
+ * much a batch of rows costs against one (8 rows at the cost of one = perfect weight reuse).
+ *
+ * <pre>
+ * ./mvnw -Pjmh -DskipTests package
+ * $JAVA_HOME/bin/java --add-modules jdk.incubator.vector -cp target/benchmarks.jar \
+ *     io.tqserve.backend.cpu.MatmulBenchmark -f 1 -wi 3 -i 5 -w 1s -r 1s
+ * </pre>
+ */
+@State(Scope.Thread)
+@BenchmarkMode(Mode.Throughput)
+@OutputTimeUnit(TimeUnit.SECONDS)
+@Fork(value = 1, jvmArgsAppend = {"--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED",
+    "-Xmx2g"})
+@Warmup(iterations = 3, time = 1)
+@Measurement(iterations = 5, time = 1)
+public class MatmulBenchmark {
+    @Param({"32000x512", "5632x2048"})
+    public String shape;
+
+    @Param({"1", "8"})
+    public int rows;
+
+    private Arena arena;
+    private CpuBackend backend;
+    private Matrix w;
+    private float[] x;
+    private float[] out;
+
+    @Setup
+    public void setup() {
+        String[] d = shape.split("x");
+        int outDim = Integer.parseInt(d[0]);
+        int inDim = Integer.parseInt(d[1]);
+        arena = Arena.ofShared();
+        MemorySegment seg = arena.allocate((long) outDim * inDim * 2, 64);
+        Random rnd = new Random(7);
+        for (long i = 0; i < (long) outDim * inDim; i++) {
+            seg.setAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i,
+                    (short) (Float.floatToRawIntBits((float) rnd.nextGaussian() * 0.02f) >>> 16));
+        }
+        w = new Matrix(seg, DType.BF16, outDim, inDim);
+        x = new float[rows * inDim];
+        for (int i = 0; i < x.length; i++) {
+            x[i] = (float) rnd.nextGaussian();
+        }
+        out = new float[rows * outDim];
+        boolean vector = !"false".equalsIgnoreCase(System.getProperty(CpuBackend.VECTOR_PROPERTY, "true"));
+        backend = new CpuBackend(vector ? new VectorKernels() : new ScalarKernels(), 1, "bench");
+    }
+
+    @TearDown
+    public void tearDown() {
+        backend.close();
+        arena.close();
+    }
+
+    @Benchmark
+    public float[] matmul() {
+        backend.matmul(w, x, rows, out);
+        return out;
+    }
+}
