@@ -126,9 +126,13 @@ public final class Bf16KvCache extends AbstractKvCache {
             int qOff = (rowOffset + r) * qDim + h * headDim;
             int n = length + r + 1;
             float[] s = scores(n);
-            for (int t = 0; t < n; t++) {
-                s[t] = kernels.dotRow(keys[(t / CHUNK) * shape.numKvHeads() + g], t % CHUNK, q, qOff) * scale;
+            for (int t = 0; t < n; ) { // four keys at a time (one load of q for four rows), never across a chunk
+                int within = t % CHUNK;
+                int count = Math.min(4, Math.min(n - t, CHUNK - within));
+                kernels.matvec(keys[(t / CHUNK) * shape.numKvHeads() + g], within, count, q, qOff, s, t);
+                t += count;
             }
+            kernels.scale(s, 0, n, scale);
             kernels.softmax(s, 0, n);
             Arrays.fill(out, qOff, qOff + headDim, 0f);
             for (int t = 0; t < n; t++) {
