@@ -6,6 +6,7 @@ import io.tqserve.engine.BatchedBf16Lane;
 import io.tqserve.engine.Lane;
 import io.tqserve.engine.LaneObserver;
 import io.tqserve.engine.SerialTurboLane;
+import io.tqserve.engine.Warmup;
 import io.tqserve.model.Model;
 import io.tqserve.routing.LanePlan;
 import io.tqserve.routing.RequestObserver;
@@ -71,10 +72,22 @@ public final class ModelLoader implements SmartLifecycle {
                 b.close();
                 throw e;
             }
-            List<Lane> started = new ArrayList<>();
             synchronized (this) {
                 backend = b;
                 model = m;
+                if (!running) {
+                    closeAll();
+                    return;
+                }
+            }
+            List<KvScheme> schemes = plan.plans().stream().map(LanePlan::scheme).distinct().toList();
+            Warmup.Report w = Warmup.run(m, schemes, props.backend().warmup());
+            if (w.rounds() > 0) {
+                log.info("tqserve: warmed up {} in {} ms ({} rounds, {} forward passes on throwaway caches)",
+                        schemes.stream().map(KvScheme::id).toList(), w.millis(), w.rounds(), w.forwards());
+            }
+            List<Lane> started = new ArrayList<>();
+            synchronized (this) {
                 if (!running) {
                     closeAll();
                     return;

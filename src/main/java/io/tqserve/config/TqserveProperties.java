@@ -40,9 +40,11 @@ public record TqserveProperties(@Valid @DefaultValue Model model, @Valid @Defaul
      * @param type    auto | cpu | mlx
      * @param threads kernel worker threads; 0 = the physical cores
      * @param mlx     MLX backend settings
+     * @param warmup  most time spent before readiness running the request code paths on throwaway caches, so the
+     *                first requests are not served by a JIT-cold engine; 0 = no warm-up (at least one round otherwise)
      */
     public record Backend(@DefaultValue("auto") @NotNull BackendType type, @DefaultValue("0") @Min(0) int threads,
-            @Valid @DefaultValue Mlx mlx) {
+            @Valid @DefaultValue Mlx mlx, @DefaultValue("10s") @NotNull Duration warmup) {
     }
 
     /** @param library path of libmlxc; empty = MLXC_LIBRARY, /opt/homebrew/lib, /usr/local/lib */
