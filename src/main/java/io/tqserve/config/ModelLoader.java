@@ -81,7 +81,7 @@ public final class ModelLoader implements SmartLifecycle {
                 }
             }
             List<KvScheme> schemes = plan.plans().stream().map(LanePlan::scheme).distinct().toList();
-            Warmup.Report w = Warmup.run(m, schemes, props.backend().warmup());
+            Warmup.Report w = Warmup.run(m, schemes, props.backend().warmup(), () -> running);
             if (w.rounds() > 0) {
                 log.info("tqserve: warmed up {} in {} ms ({} rounds, {} forward passes on throwaway caches)",
                         schemes.stream().map(KvScheme::id).toList(), w.millis(), w.rounds(), w.forwards());
@@ -123,8 +123,14 @@ public final class ModelLoader implements SmartLifecycle {
                     describeLanes());
             runtime.ready(m, routing);
         } catch (Throwable t) {
-            log.error("tqserve: loading the model from {} failed: {}", plan.modelDir().toAbsolutePath(), t.toString(), t);
             synchronized (this) {
+                if (!running) { // shutdown began while loading or warming up: stop() closed what was open
+                    log.info("tqserve: startup ended by shutdown ({})", t.toString());
+                    closeAll();
+                    return;
+                }
+                log.error("tqserve: loading the model from {} failed: {}", plan.modelDir().toAbsolutePath(), t.toString(),
+                        t);
                 closeAll();
             }
             runtime.failed(t);

@@ -9,6 +9,7 @@ import io.tqserve.model.Transformer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.BooleanSupplier;
 
 /**
  * Runs the code paths a request takes, on throwaway caches, before the server reports ready: the first request after
@@ -42,6 +43,11 @@ public final class Warmup {
      * @param budget  keep starting rounds while less than this has passed; zero or negative: no warm-up at all
      */
     public static Report run(Model model, List<KvScheme> schemes, Duration budget) {
+        return run(model, schemes, budget, () -> true);
+    }
+
+    /** As {@link #run(Model, List, Duration)}, starting no further round once {@code keepGoing} is false. */
+    public static Report run(Model model, List<KvScheme> schemes, Duration budget, BooleanSupplier keepGoing) {
         long t0 = System.nanoTime();
         if (budget.isZero() || budget.isNegative() || schemes.isEmpty()) {
             return new Report(0, 0, 0);
@@ -63,7 +69,7 @@ public final class Warmup {
                 break; // no longer getting faster: what the JIT compiles for these paths is compiled
             }
             best = Math.min(best, took);
-        } while (System.nanoTime() - t0 < budget.toNanos());
+        } while (System.nanoTime() - t0 < budget.toNanos() && keepGoing.getAsBoolean());
         return new Report(rounds, forwards, (System.nanoTime() - t0) / 1_000_000);
     }
 

@@ -77,6 +77,12 @@ class WarmupTest {
     }
 
     @Test
+    void noRoundStartsAfterKeepGoingTurnsFalse() {
+        Warmup.Report r = Warmup.run(model, List.of(KvScheme.BF16), Duration.ofSeconds(60), () -> false);
+        assertThat(r.rounds()).isEqualTo(1);
+    }
+
+    @Test
     void aSpentBudgetStopsAfterTheFirstRound() {
         Warmup.Report r = Warmup.run(model, List.of(KvScheme.BF16), Duration.ofNanos(1));
         assertThat(r.rounds()).isEqualTo(1);
