@@ -133,7 +133,8 @@ final class DecodeBenchmark {
                 prompt[i] = 3 + (i * 7919) % (c.vocabSize() - 3);
             }
             ForwardState state = new ForwardState(c);
-            double[] result = new double[2];
+            double[] result = new double[3];
+            long[] steps = new long[decodeTokens];
             for (int round = 0; round < 2; round++) { // round 0 warms up the JIT
                 try (KvCache cache = KvCacheFactory.create(KvScheme.BF16, t.attentionShape(), backend,
                         promptTokens + decodeTokens)) {
@@ -141,20 +142,30 @@ final class DecodeBenchmark {
                     t.forward(state, List.of(Transformer.Chunk.of(cache, prompt)));
                     long t1 = System.nanoTime();
                     int[] one = {prompt[0]};
+                    long s0 = t1;
                     for (int i = 0; i < decodeTokens; i++) {
                         t.forward(state, List.of(Transformer.Chunk.of(cache, one)));
+                        long s1 = System.nanoTime();
+                        steps[i] = s1 - s0;
+                        s0 = s1;
                     }
                     long t2 = System.nanoTime();
                     result[0] = promptTokens / ((t1 - t0) / 1e9);
                     result[1] = decodeTokens / ((t2 - t1) / 1e9);
+                    long[] sorted = steps.clone();
+                    java.util.Arrays.sort(sorted);
+                    result[2] = 1e9 / sorted[sorted.length / 2];
                 }
             }
             double roofline = weightBytesPerToken * result[1] / (copyGbs * 1e9);
+            double medianRoofline = weightBytesPerToken * result[2] / (copyGbs * 1e9);
             System.out.printf("%s: %s, %d layers, dim %d, %.1f MB weights read per token%n", label,
                     c.architecture().hfName(), c.numLayers(), c.dim(), weightBytesPerToken / 1e6);
             System.out.printf("  prefill %d tokens: %.1f tok/s%n", promptTokens, result[0]);
-            System.out.printf("  decode  %d tokens: %.1f tok/s (bf16 KV)%n", decodeTokens, result[1]);
-            System.out.printf("  decode roofline fraction: %.2f (weight bytes/token x tok/s / copy bandwidth)%n", roofline);
+            System.out.printf("  decode  %d tokens: %.1f tok/s (bf16 KV; median step %.1f tok/s)%n", decodeTokens,
+                    result[1], result[2]);
+            System.out.printf("  decode roofline fraction: %.2f (weight bytes/token x tok/s / copy bandwidth; median"
+                    + " step %.2f)%n", roofline, medianRoofline);
             if (sweep != null) {
                 List<Integer> contexts = sweep.contexts() != null ? sweep.contexts()
                         : ContextSweep.defaultContexts(c.maxPositions(), decodeTokens, sweep.repeat());
