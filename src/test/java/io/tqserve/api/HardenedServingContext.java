@@ -1,25 +1,13 @@
 package io.tqserve.api;
 
 import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.MeterRegistry;
 import io.tqserve.config.TqserveApplication;
-import io.tqserve.engine.BatchedBf16Lane;
-import io.tqserve.engine.Lane;
-import io.tqserve.engine.SerialTurboLane;
-import io.tqserve.engine.StepHook;
-import io.tqserve.routing.ServingRuntime;
 import java.io.IOException;
 import java.net.URI;
-import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
-import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
-import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
-import org.springframework.boot.test.web.server.LocalServerPort;
 
 /**
  * One application context shared by the security and hardening tests (Spring caches it across the subclasses):
@@ -39,45 +27,11 @@ import org.springframework.boot.test.web.server.LocalServerPort;
             "spring.http.codecs.max-in-memory-size=64KB",
             "logging.level.io.tqserve.api.RequestLog=debug"
         })
-abstract class HardenedServingContext {
+abstract class HardenedServingContext extends ServingClient {
     static final String KEY = "tq-test-key-0123456789";
     static final String OTHER_KEY = "second-key";
     static final String ORIGIN = "https://app.example";
     static final int BODY_LIMIT = 64 * 1024;
-
-    @LocalServerPort
-    int port;
-    @Autowired
-    ServingRuntime runtime;
-    @Autowired
-    MeterRegistry registry;
-    @Autowired
-    LaneProbe.Recorder probe;
-    final HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-            .connectTimeout(Duration.ofSeconds(10)).build();
-
-    @BeforeEach
-    void awaitModel() throws Exception {
-        runtime.whenLoaded().get(60, TimeUnit.SECONDS);
-    }
-
-    @AfterEach
-    void clearHooks() {
-        batchedLane().setStepHook(StepHook.NONE);
-        turboLane().setStepHook(StepHook.NONE);
-    }
-
-    BatchedBf16Lane batchedLane() {
-        return (BatchedBf16Lane) runtime.lane(Lane.Kind.BATCHED).orElseThrow();
-    }
-
-    SerialTurboLane turboLane() {
-        return (SerialTurboLane) runtime.lane(Lane.Kind.TURBO).orElseThrow();
-    }
-
-    String baseUrl() {
-        return "http://localhost:" + port;
-    }
 
     HttpResponse<String> send(String method, String path, byte[] body, String... headers)
             throws IOException, InterruptedException {

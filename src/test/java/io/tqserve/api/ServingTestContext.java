@@ -1,24 +1,12 @@
 package io.tqserve.api;
 
-import io.micrometer.core.instrument.MeterRegistry;
 import io.tqserve.config.TqserveApplication;
-import io.tqserve.engine.BatchedBf16Lane;
-import io.tqserve.engine.Lane;
-import io.tqserve.engine.SerialTurboLane;
-import io.tqserve.engine.StepHook;
-import io.tqserve.routing.ServingRuntime;
 import java.io.IOException;
 import java.net.URI;
-import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
-import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
-import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
-import org.springframework.boot.test.web.server.LocalServerPort;
 
 /**
  * One application context shared by the generation tests (Spring caches it across the subclasses): both lanes
@@ -33,43 +21,9 @@ import org.springframework.boot.test.web.server.LocalServerPort;
             "tqserve.lanes.turbo.queue-capacity=1",
             "tqserve.api.keep-alive-interval=1h"
         })
-abstract class ServingTestContext {
+abstract class ServingTestContext extends ServingClient {
     /** 32 tokens of turbo:k8v3 KV on the embedded model: 32 × 6 layers × 2 KV heads × 200 bytes. */
     static final long TURBO_BUDGET_BYTES = 32L * 2400;
-
-    @LocalServerPort
-    int port;
-    @Autowired
-    ServingRuntime runtime;
-    @Autowired
-    MeterRegistry registry;
-    @Autowired
-    LaneProbe.Recorder probe;
-    final HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-            .connectTimeout(Duration.ofSeconds(10)).build();
-
-    @BeforeEach
-    void awaitModel() throws Exception {
-        runtime.whenLoaded().get(60, TimeUnit.SECONDS);
-    }
-
-    @AfterEach
-    void clearHooks() {
-        batchedLane().setStepHook(StepHook.NONE);
-        turboLane().setStepHook(StepHook.NONE);
-    }
-
-    BatchedBf16Lane batchedLane() {
-        return (BatchedBf16Lane) runtime.lane(Lane.Kind.BATCHED).orElseThrow();
-    }
-
-    SerialTurboLane turboLane() {
-        return (SerialTurboLane) runtime.lane(Lane.Kind.TURBO).orElseThrow();
-    }
-
-    String baseUrl() {
-        return "http://localhost:" + port;
-    }
 
     HttpResponse<String> post(String path, String json, String... headers) throws IOException, InterruptedException {
         HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(baseUrl() + path))
