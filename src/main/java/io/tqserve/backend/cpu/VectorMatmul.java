@@ -1,0 +1,203 @@
+package io.tqserve.backend.cpu;
+
+import static io.tqserve.backend.cpu.VectorKernels.F;
+import static io.tqserve.backend.cpu.VectorKernels.I;
+import static io.tqserve.backend.cpu.VectorKernels.L;
+import static io.tqserve.backend.cpu.VectorKernels.LANES;
+import static io.tqserve.backend.cpu.VectorKernels.LE;
+import static io.tqserve.backend.cpu.VectorKernels.S;
+import static io.tqserve.backend.cpu.VectorKernels.sumLanes;
+
+import java.lang.foreign.MemorySegment;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.ShortVector;
+import jdk.incubator.vector.VectorOperators;
+
+/**
+ * The Vector API kernels behind {@link VectorKernels#matvec} and {@link VectorKernels#tile}; their scalar twins are
+ * {@link ScalarKernels#matvec} and {@link ScalarKernels#tile}. Written straight-line for the reason given in
+ * {@link VectorKernels}: a helper that takes or returns a vector gets its vectors boxed.
+ *
+ * <p>Each output gets ONE accumulator vector over its row (steps of L lanes), then the fixed-order horizontal sum
+ * ({@link VectorKernels#sumLanes}), then the scalar tail in order: the same arithmetic for an output whichever kernel
+ * computes it. Register blocking comes from computing several outputs at once, never from splitting one output over
+ * several accumulators (which would tie its bits to the blocking). On the development machine (AVX-512, one 512-bit
+ * load per cycle) the loads bound these loops: a 4x4 tile issues 8 loads per 16 multiply-adds where four rows times
+ * one x with four accumulators per row issued 20 per 16, and the single-x matvec shares each x load between four
+ * weight rows.
+ */
+final class VectorMatmul {
+    private VectorMatmul() {
+    }
+
+    /** Four bf16 rows of a matrix (at byte offset base, n columns) times x: the weight bytes widened in registers. */
+    static void matvec4Bf16(MemorySegment seg, long base, int n, float[] x, int xOff, float[] out,
+            int outOff) {
+        float[] lanes = LANES.get();
+        long b0 = base;
+        long b1 = base + 2L * n;
+        long b2 = base + 4L * n;
+        long b3 = base + 6L * n;
+        FloatVector c0 = FloatVector.zero(F);
+        FloatVector c1 = FloatVector.zero(F);
+        FloatVector c2 = FloatVector.zero(F);
+        FloatVector c3 = FloatVector.zero(F);
+        int i = 0;
+        for (int bound = n - L; i <= bound; i += L) {
+            FloatVector xv = FloatVector.fromArray(F, x, xOff + i);
+            c0 = ((IntVector) ShortVector.fromMemorySegment(S, seg, b0 + 2L * i, LE).convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(xv, c0);
+            c1 = ((IntVector) ShortVector.fromMemorySegment(S, seg, b1 + 2L * i, LE).convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(xv, c1);
+            c2 = ((IntVector) ShortVector.fromMemorySegment(S, seg, b2 + 2L * i, LE).convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(xv, c2);
+            c3 = ((IntVector) ShortVector.fromMemorySegment(S, seg, b3 + 2L * i, LE).convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(xv, c3);
+        }
+        c0.intoArray(lanes, 0);
+        c1.intoArray(lanes, L);
+        c2.intoArray(lanes, 2 * L);
+        c3.intoArray(lanes, 3 * L);
+        float s0 = sumLanes(lanes, 0);
+        float s1 = sumLanes(lanes, L);
+        float s2 = sumLanes(lanes, 2 * L);
+        float s3 = sumLanes(lanes, 3 * L);
+        for (; i < n; i++) {
+            float xi = x[xOff + i];
+            s0 += Float.intBitsToFloat((seg.get(io.tqserve.backend.Layouts.SHORT_LE, b0 + 2L * i) & 0xFFFF) << 16) * xi;
+            s1 += Float.intBitsToFloat((seg.get(io.tqserve.backend.Layouts.SHORT_LE, b1 + 2L * i) & 0xFFFF) << 16) * xi;
+            s2 += Float.intBitsToFloat((seg.get(io.tqserve.backend.Layouts.SHORT_LE, b2 + 2L * i) & 0xFFFF) << 16) * xi;
+            s3 += Float.intBitsToFloat((seg.get(io.tqserve.backend.Layouts.SHORT_LE, b3 + 2L * i) & 0xFFFF) << 16) * xi;
+        }
+        out[outOff] = s0;
+        out[outOff + 1] = s1;
+        out[outOff + 2] = s2;
+        out[outOff + 3] = s3;
+    }
+
+    /** Four float rows of w (stride n) times one row of x. */
+    static void tile4x1(float[] w, int wOff, float[] x, int xOff, int n, float[] out, int outOff) {
+        float[] lanes = LANES.get();
+        int o0 = wOff;
+        int o1 = wOff + n;
+        int o2 = wOff + 2 * n;
+        int o3 = wOff + 3 * n;
+        FloatVector c0 = FloatVector.zero(F);
+        FloatVector c1 = FloatVector.zero(F);
+        FloatVector c2 = FloatVector.zero(F);
+        FloatVector c3 = FloatVector.zero(F);
+        int i = 0;
+        for (int bound = n - L; i <= bound; i += L) {
+            FloatVector xv = FloatVector.fromArray(F, x, xOff + i);
+            c0 = FloatVector.fromArray(F, w, o0 + i).fma(xv, c0);
+            c1 = FloatVector.fromArray(F, w, o1 + i).fma(xv, c1);
+            c2 = FloatVector.fromArray(F, w, o2 + i).fma(xv, c2);
+            c3 = FloatVector.fromArray(F, w, o3 + i).fma(xv, c3);
+        }
+        c0.intoArray(lanes, 0);
+        c1.intoArray(lanes, L);
+        c2.intoArray(lanes, 2 * L);
+        c3.intoArray(lanes, 3 * L);
+        float s0 = sumLanes(lanes, 0);
+        float s1 = sumLanes(lanes, L);
+        float s2 = sumLanes(lanes, 2 * L);
+        float s3 = sumLanes(lanes, 3 * L);
+        for (; i < n; i++) {
+            float xi = x[xOff + i];
+            s0 += w[o0 + i] * xi;
+            s1 += w[o1 + i] * xi;
+            s2 += w[o2 + i] * xi;
+            s3 += w[o3 + i] * xi;
+        }
+        out[outOff] = s0;
+        out[outOff + 1] = s1;
+        out[outOff + 2] = s2;
+        out[outOff + 3] = s3;
+    }
+
+    /** One float row of w times one row of x. */
+    static float tile1x1(float[] w, int wOff, float[] x, int xOff, int n) {
+        float[] lanes = LANES.get();
+        FloatVector c = FloatVector.zero(F);
+        int i = 0;
+        for (int bound = n - L; i <= bound; i += L) {
+            c = FloatVector.fromArray(F, w, wOff + i).fma(FloatVector.fromArray(F, x, xOff + i), c);
+        }
+        c.intoArray(lanes, 0);
+        float s = sumLanes(lanes, 0);
+        for (; i < n; i++) {
+            s += w[wOff + i] * x[xOff + i];
+        }
+        return s;
+    }
+
+    /** Four float rows of w (stride n) times four rows of x (stride n): 16 outputs, 8 loads per 16 multiply-adds. */
+    static void tile4x4(float[] w, int wOff, float[] x, int xOff, int n, float[] out, int outOff,
+            int outStride) {
+        float[] lanes = LANES.get();
+        int w0 = wOff;
+        int w1 = wOff + n;
+        int w2 = wOff + 2 * n;
+        int w3 = wOff + 3 * n;
+        int x0 = xOff;
+        int x1 = xOff + n;
+        int x2 = xOff + 2 * n;
+        int x3 = xOff + 3 * n;
+        FloatVector c00 = FloatVector.zero(F), c01 = FloatVector.zero(F), c02 = FloatVector.zero(F), c03 = FloatVector.zero(F);
+        FloatVector c10 = FloatVector.zero(F), c11 = FloatVector.zero(F), c12 = FloatVector.zero(F), c13 = FloatVector.zero(F);
+        FloatVector c20 = FloatVector.zero(F), c21 = FloatVector.zero(F), c22 = FloatVector.zero(F), c23 = FloatVector.zero(F);
+        FloatVector c30 = FloatVector.zero(F), c31 = FloatVector.zero(F), c32 = FloatVector.zero(F), c33 = FloatVector.zero(F);
+        int i = 0;
+        for (int bound = n - L; i <= bound; i += L) {
+            // cRQ: x row R, w row Q
+            FloatVector v0 = FloatVector.fromArray(F, x, x0 + i);
+            FloatVector v1 = FloatVector.fromArray(F, x, x1 + i);
+            FloatVector v2 = FloatVector.fromArray(F, x, x2 + i);
+            FloatVector v3 = FloatVector.fromArray(F, x, x3 + i);
+            FloatVector u = FloatVector.fromArray(F, w, w0 + i);
+            c00 = u.fma(v0, c00);
+            c10 = u.fma(v1, c10);
+            c20 = u.fma(v2, c20);
+            c30 = u.fma(v3, c30);
+            u = FloatVector.fromArray(F, w, w1 + i);
+            c01 = u.fma(v0, c01);
+            c11 = u.fma(v1, c11);
+            c21 = u.fma(v2, c21);
+            c31 = u.fma(v3, c31);
+            u = FloatVector.fromArray(F, w, w2 + i);
+            c02 = u.fma(v0, c02);
+            c12 = u.fma(v1, c12);
+            c22 = u.fma(v2, c22);
+            c32 = u.fma(v3, c32);
+            u = FloatVector.fromArray(F, w, w3 + i);
+            c03 = u.fma(v0, c03);
+            c13 = u.fma(v1, c13);
+            c23 = u.fma(v2, c23);
+            c33 = u.fma(v3, c33);
+        }
+        c00.intoArray(lanes, 0);
+        c01.intoArray(lanes, L);
+        c02.intoArray(lanes, 2 * L);
+        c03.intoArray(lanes, 3 * L);
+        c10.intoArray(lanes, 4 * L);
+        c11.intoArray(lanes, 5 * L);
+        c12.intoArray(lanes, 6 * L);
+        c13.intoArray(lanes, 7 * L);
+        c20.intoArray(lanes, 8 * L);
+        c21.intoArray(lanes, 9 * L);
+        c22.intoArray(lanes, 10 * L);
+        c23.intoArray(lanes, 11 * L);
+        c30.intoArray(lanes, 12 * L);
+        c31.intoArray(lanes, 13 * L);
+        c32.intoArray(lanes, 14 * L);
+        c33.intoArray(lanes, 15 * L);
+        for (int r = 0; r < 4; r++) {
+            int xr = xOff + r * n;
+            for (int q = 0; q < 4; q++) {
+                int wq = wOff + q * n;
+                float s = sumLanes(lanes, (4 * r + q) * L);
+                for (int k = i; k < n; k++) {
+                    s += w[wq + k] * x[xr + k];
+                }
+                out[outOff + r * outStride + q] = s;
+            }
+        }
+    }
+}
