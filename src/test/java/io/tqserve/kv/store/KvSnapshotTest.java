@@ -6,14 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.tqserve.backend.cpu.CpuBackend;
 import io.tqserve.kv.KvCache;
 import io.tqserve.kv.KvCacheFactory;
 import io.tqserve.kv.KvScheme;
 import io.tqserve.model.ForwardState;
-import io.tqserve.model.ModelConfig;
-import io.tqserve.model.ModelWeights;
-import io.tqserve.model.Safetensors;
 import io.tqserve.model.Transformer;
 import java.lang.foreign.Arena;
 import java.nio.file.Files;
@@ -21,38 +17,18 @@ import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
-class KvSnapshotTest {
+class KvSnapshotTest extends TinyTransformerFixture {
     static final String FP = "a".repeat(64);
     static final String TOK = "b".repeat(64);
     static final int[] PROMPT = {6414, 784, 4178, 294, 3326, 80, 284, 81, 90};
-    static CpuBackend backend;
-    static Safetensors st;
-    static Transformer t;
 
     @TempDir
     Path dir;
-
-    @BeforeAll
-    static void load() throws Exception {
-        Path m = Path.of("models/tiny-llama-h128");
-        ModelConfig c = ModelConfig.load(m);
-        backend = CpuBackend.create(2);
-        st = Safetensors.open(m);
-        t = new Transformer(c, ModelWeights.load(st, c), backend);
-    }
-
-    @AfterAll
-    static void close() {
-        st.close();
-        backend.close();
-    }
 
     static Stream<String> schemes() {
         return Stream.of("bf16", "turbo:k8v3", "int4");

@@ -4,48 +4,24 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.tqserve.backend.cpu.CpuBackend;
 import io.tqserve.kv.KvCache;
 import io.tqserve.kv.KvCacheFactory;
 import io.tqserve.kv.KvScheme;
 import io.tqserve.model.ForwardState;
-import io.tqserve.model.ModelConfig;
-import io.tqserve.model.ModelWeights;
-import io.tqserve.model.Safetensors;
 import io.tqserve.model.Transformer;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-class PromptCacheTest {
+class PromptCacheTest extends TinyTransformerFixture {
     static final String FP = "d".repeat(64);
     static final String TOK = "e".repeat(64);
     static final int[] SYSTEM = {6414, 784, 4178, 294, 3326, 80, 284, 81, 90, 325, 270, 1253, 466, 270, 3816, 16};
-    static CpuBackend backend;
-    static Safetensors st;
-    static Transformer t;
 
     @TempDir
     Path dir;
-
-    @BeforeAll
-    static void load() throws Exception {
-        Path m = Path.of("models/tiny-llama-h128");
-        ModelConfig c = ModelConfig.load(m);
-        backend = CpuBackend.create(2);
-        st = Safetensors.open(m);
-        t = new Transformer(c, ModelWeights.load(st, c), backend);
-    }
-
-    @AfterAll
-    static void close() {
-        st.close();
-        backend.close();
-    }
 
     KvCache cache() {
         return KvCacheFactory.create(KvScheme.BF16, t.attentionShape(), backend, 256);
