@@ -108,4 +108,90 @@ class SamplerTest {
         assertTrue(assertThrows(IllegalArgumentException.class, () -> params(1f, 0, 0f, 0f, null, 1f, 0f, 0f, Map.of()))
                 .getMessage().contains("top_p"));
     }
+
+    /** The pruned draw as first written, sorting the whole vocabulary: the oracle for the filtered sort. */
+    static int prunedByFullSort(float[] probs, int vocab, SamplingParams p, double uniform) {
+        long[] order = new long[vocab];
+        for (int i = 0; i < vocab; i++) {
+            order[i] = ((long) (~Float.floatToIntBits(probs[i]) & 0x7FFFFFFF) << 32) | i;
+        }
+        java.util.Arrays.sort(order);
+        int keep = p.topK() > 0 ? Math.min(p.topK(), vocab) : vocab;
+        float top = probs[(int) order[0]];
+        double cum = 0;
+        int n = 0;
+        for (; n < keep; n++) {
+            float pr = probs[(int) order[n]];
+            if (n > 0 && p.minP() > 0f && pr < p.minP() * top) {
+                break;
+            }
+            cum += pr;
+            if (cum >= p.topP()) {
+                n++;
+                break;
+            }
+        }
+        double total = 0;
+        for (int i = 0; i < n; i++) {
+            total += probs[(int) order[i]];
+        }
+        double u = uniform * total;
+        for (int i = 0; i < n; i++) {
+            u -= probs[(int) order[i]];
+            if (u <= 0) {
+                return (int) order[i];
+            }
+        }
+        return (int) order[n - 1];
+    }
+
+    /** Probabilities over the vocabulary: softmax of Gaussian logits, one dominant token, all equal, or few levels. */
+    static float[] distribution(int kind, int vocab, java.util.SplittableRandom rnd) {
+        double[] w = new double[vocab];
+        for (int i = 0; i < vocab; i++) {
+            w[i] = switch (kind) {
+                case 0 -> Math.exp(rnd.nextGaussian() * 3.0);
+                case 1 -> i == 17 ? 1e6 : rnd.nextDouble();
+                case 2 -> 1.0;
+                default -> rnd.nextInt(4) == 0 ? 0.0 : 1 + rnd.nextInt(5);
+            };
+        }
+        double sum = 0;
+        for (double v : w) {
+            sum += v;
+        }
+        float[] probs = new float[vocab];
+        for (int i = 0; i < vocab; i++) {
+            probs[i] = (float) (w[i] / sum);
+        }
+        return probs;
+    }
+
+    @Test
+    void prunedDrawIsTheDrawOfAFullSortForEveryCutoff() {
+        java.util.SplittableRandom rnd = new java.util.SplittableRandom(11);
+        int vocab = 32000;
+        long[] scratch = new long[vocab];
+        int cases = 0;
+        for (int kind = 0; kind < 4; kind++) {
+            for (int topK : new int[] {0, 1, 40, 50_000}) {
+                for (float topP : new float[] {1f, 0.95f, 0.5f, 0.9999f}) {
+                    for (float minP : new float[] {0f, 0.05f, 0.9f}) {
+                        if (topK == 0 && topP == 1f && minP == 0f) {
+                            continue; // nothing to prune: sample() draws over the whole vocabulary
+                        }
+                        SamplingParams p = params(0.8f, topK, topP, minP, 1L, 1f, 0f, 0f, Map.of());
+                        for (int trial = 0; trial < 3; trial++) {
+                            float[] probs = distribution(kind, vocab, rnd);
+                            double u = trial == 2 ? 0.999999 : rnd.nextDouble();
+                            assertEquals(prunedByFullSort(probs, vocab, p, u), Sampler.pruned(probs, vocab, p, u, scratch),
+                                    "kind " + kind + " top_k " + topK + " top_p " + topP + " min_p " + minP);
+                            cases++;
+                        }
+                    }
+                }
+            }
+        }
+        assertEquals(4 * 47 * 3, cases);
+    }
 }
