@@ -29,6 +29,8 @@ final class Sequence {
     private final int contextLimit;
     KvCache cache;
     int prefilled;          // prompt tokens already in the cache
+    private int presampled = -1;          // a token sampled ahead by presample, or -1
+    private Throwable presampleFailure;   // what presample threw, rethrown by onLogits
     int generated;          // tokens sampled so far
     int lastToken = -1;     // token to feed at the next decode step
     int cachedTokens;       // prompt tokens restored from the prompt cache
@@ -74,12 +76,38 @@ final class Sequence {
     }
 
     /**
+     * Samples the next token from these logits ahead of {@link #onLogits} with the same logits, which then uses it
+     * (or rethrows what sampling threw, so the failure stays this sequence's). Lets a lane sample its sequences in
+     * parallel; one thread per sequence at a time, and the caller must hand over to the thread that calls onLogits
+     * (the kernel pool's join does).
+     */
+    void presample(float[] logits, int off) {
+        try {
+            presampled = sampler.sample(logits, off);
+        } catch (RuntimeException | Error e) {
+            presampleFailure = e;
+        }
+    }
+
+    /**
      * Consumes the next-token logits (after the whole prompt is in the cache, or after a decode step): samples,
      * emits, and decides whether the sequence goes on. Returns true when it finished.
      */
     boolean onLogits(float[] logits, int off) {
         SamplingParams p = request.params();
-        int token = sampler.sample(logits, off);
+        int token = presampled;
+        presampled = -1;
+        Throwable failure = presampleFailure;
+        presampleFailure = null;
+        if (failure instanceof RuntimeException re) {
+            throw re;
+        }
+        if (failure instanceof Error e) {
+            throw e;
+        }
+        if (token < 0) {
+            token = sampler.sample(logits, off);
+        }
         sampler.accept(token);
         generated++;
         lastToken = token;

@@ -9,11 +9,13 @@ import io.tqserve.model.Model;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import reactor.core.publisher.Flux;
 
 /** The batched lane serves many sequences per step and each gets exactly the tokens it gets alone. */
@@ -45,8 +47,11 @@ class BatchedLaneConcurrencyTest {
         return lane;
     }
 
-    static GenerationRequest request(int i) {
-        return new GenerationRequest(model.tokenizer().encode(PROMPTS[i]), SamplingParams.greedy(MAX_TOKENS));
+    /** Greedy, or seeded temperature + top-p sampling (a seed per prompt): both must not depend on the batch. */
+    static GenerationRequest request(int i, boolean sampled) {
+        SamplingParams p = sampled ? new SamplingParams(0.9f, 0, 0.9f, 0f, 1000L + i, 1f, 0f, 0f, Map.of(), MAX_TOKENS,
+                List.of(), false, -1) : SamplingParams.greedy(MAX_TOKENS);
+        return new GenerationRequest(model.tokenizer().encode(PROMPTS[i]), p);
     }
 
     static int[] tokens(Flux<GenerationEvent> events) {
@@ -61,13 +66,15 @@ class BatchedLaneConcurrencyTest {
         return ids.stream().mapToInt(Integer::intValue).toArray();
     }
 
-    @Test
-    void eightConcurrentGreedyRequestsProduceTheirSoloTokensInBatchedSteps() throws Exception {
+    /** Sampled: the lane samples the batch's sequences in parallel on the kernel threads (BatchedBf16Lane.presample). */
+    @ParameterizedTest(name = "sampled {0}")
+    @ValueSource(booleans = {false, true})
+    void eightConcurrentRequestsProduceTheirSoloTokensInBatchedSteps(boolean sampled) throws Exception {
         int n = PROMPTS.length;
         int[][] alone = new int[n][];
         try (BatchedBf16Lane lane = lane()) {
             for (int i = 0; i < n; i++) {
-                alone[i] = tokens(lane.submit(request(i)));
+                alone[i] = tokens(lane.submit(request(i, sampled)));
             }
             assertEquals(1, lane.maxSequencesInOneStep(), "one request at a time never shares a step");
         }
@@ -86,7 +93,7 @@ class BatchedLaneConcurrencyTest {
             lane.setObserver((l, reason, prompt, completion) -> allEnded.countDown());
             List<Flux<GenerationEvent>> fluxes = new ArrayList<>();
             for (int i = 0; i < n; i++) {
-                Flux<GenerationEvent> f = lane.submit(request(i)).cache();
+                Flux<GenerationEvent> f = lane.submit(request(i, sampled)).cache();
                 f.subscribe();
                 fluxes.add(f);
             }
