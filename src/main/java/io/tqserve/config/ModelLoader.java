@@ -81,10 +81,19 @@ public final class ModelLoader implements SmartLifecycle {
                 }
             }
             List<KvScheme> schemes = plan.plans().stream().map(LanePlan::scheme).distinct().toList();
-            Warmup.Report w = Warmup.run(m, schemes, props.backend().warmup(), () -> running);
-            if (w.rounds() > 0) {
-                log.info("tqserve: warmed up {} in {} ms ({} rounds, {} forward passes on throwaway caches)",
-                        schemes.stream().map(KvScheme::id).toList(), w.millis(), w.rounds(), w.forwards());
+            try {
+                Warmup.Report w = Warmup.run(m, schemes, props.backend().warmup(), () -> running);
+                if (w.rounds() > 0) {
+                    log.info("tqserve: warmed up {} in {} ms ({} rounds, {} forward passes on throwaway caches)",
+                            schemes.stream().map(KvScheme::id).toList(), w.millis(), w.rounds(), w.forwards());
+                }
+            } catch (RuntimeException e) {
+                if (!running) {
+                    throw e; // shutdown closed the model under the warm-up
+                }
+                // The lanes contain a failing request on their own; a warm-up that fails must not keep the server
+                // from serving what works. Say so loudly: requests on that path will likely fail the same way.
+                log.warn("tqserve: the startup warm-up failed, serving without it: {}", e.toString(), e);
             }
             List<Lane> started = new ArrayList<>();
             synchronized (this) {
