@@ -4,40 +4,15 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
-import io.tqserve.backend.cpu.CpuBackend;
 import io.tqserve.model.ForwardState;
-import io.tqserve.model.ModelConfig;
-import io.tqserve.model.ModelWeights;
-import io.tqserve.model.Safetensors;
 import io.tqserve.model.Transformer;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-class Bf16KvCacheTest {
-    static CpuBackend backend;
-    static Safetensors st;
-    static Transformer t;
-
-    @BeforeAll
-    static void load() throws Exception {
-        Path dir = Path.of("models/tiny-llama-h128");
-        ModelConfig c = ModelConfig.load(dir);
-        backend = CpuBackend.create(2);
-        st = Safetensors.open(dir);
-        t = new Transformer(c, ModelWeights.load(st, c), backend);
-    }
-
-    @AfterAll
-    static void close() {
-        st.close();
-        backend.close();
-    }
+class Bf16KvCacheTest extends TinyTransformerFixture {
 
     static final int[] PROMPT = {6414, 784, 4178, 294, 3326, 80, 284, 81, 90, 325};
 

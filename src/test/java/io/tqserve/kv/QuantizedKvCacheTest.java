@@ -5,47 +5,22 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.tqserve.backend.cpu.CpuBackend;
 import io.tqserve.kv.turbo.AttentionPath;
 import io.tqserve.kv.turbo.TurboQuantKvCache;
 import io.tqserve.model.ForwardState;
-import io.tqserve.model.ModelConfig;
-import io.tqserve.model.ModelWeights;
-import io.tqserve.model.Safetensors;
 import io.tqserve.model.Transformer;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /** The turbo and uniform caches inside the tiny model's forward pass: bytes, truncation, export/import, prefix. */
-class QuantizedKvCacheTest {
-    static CpuBackend backend;
-    static Safetensors st;
-    static Transformer t;
+class QuantizedKvCacheTest extends TinyTransformerFixture {
     static final int[] PROMPT = {6414, 784, 4178, 294, 3326, 80, 284, 81, 90, 325};
-
-    @BeforeAll
-    static void load() throws Exception {
-        Path dir = Path.of("models/tiny-llama-h128");
-        ModelConfig c = ModelConfig.load(dir);
-        backend = CpuBackend.create(2);
-        st = Safetensors.open(dir);
-        t = new Transformer(c, ModelWeights.load(st, c), backend);
-    }
-
-    @AfterAll
-    static void close() {
-        st.close();
-        backend.close();
-    }
 
     static Stream<String> schemes() {
         return Stream.of("turbo:k8v3", "turbo:k4v2", "int8", "int4");

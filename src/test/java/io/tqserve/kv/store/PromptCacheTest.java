@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.tqserve.kv.KvCache;
 import io.tqserve.kv.KvCacheFactory;
 import io.tqserve.kv.KvScheme;
+import io.tqserve.kv.TinyTransformerFixture;
 import io.tqserve.model.ForwardState;
 import io.tqserve.model.Transformer;
 import java.nio.file.Path;

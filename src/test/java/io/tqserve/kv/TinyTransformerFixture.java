@@ -1,4 +1,4 @@
-package io.tqserve.kv.store;
+package io.tqserve.kv;
 
 import io.tqserve.backend.cpu.CpuBackend;
 import io.tqserve.model.ModelConfig;
@@ -9,14 +9,17 @@ import java.nio.file.Path;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 
-/** The embedded tiny Llama's forward pass on a two-thread CPU backend, loaded once per test class. */
-abstract class TinyTransformerFixture {
-    static CpuBackend backend;
-    static Safetensors st;
-    static Transformer t;
+/**
+ * The embedded tiny Llama's forward pass on a two-thread CPU backend, loaded once per test class: the setup of the
+ * KV cache and store tests.
+ */
+public abstract class TinyTransformerFixture {
+    protected static CpuBackend backend;
+    protected static Safetensors st;
+    protected static Transformer t;
 
     @BeforeAll
-    static void loadTinyTransformer() throws Exception {
+    public static void loadTinyTransformer() throws Exception {
         Path m = Path.of("models/tiny-llama-h128");
         ModelConfig c = ModelConfig.load(m);
         backend = CpuBackend.create(2);
@@ -25,7 +28,7 @@ abstract class TinyTransformerFixture {
     }
 
     @AfterAll
-    static void closeTinyTransformer() {
+    public static void closeTinyTransformer() {
         st.close();
         backend.close();
     }
