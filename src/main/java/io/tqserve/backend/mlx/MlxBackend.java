@@ -138,6 +138,8 @@ public final class MlxBackend implements ComputeBackend {
             case BF16 -> MlxDtype.BFLOAT16;
             case F16 -> MlxDtype.FLOAT16;
             case F32 -> MlxDtype.FLOAT32;
+            case U32 -> throw new UnsupportedOperationException(
+                    "quantized weights are not supported on the MLX backend yet: use tqserve.backend.type=cpu");
         };
     }
 
