@@ -106,13 +106,13 @@ public record QuantizationConfig(Params defaults, Map<String, Params> overrides)
         return defaults != null && hasScales ? defaults.validateFor(path) : null;
     }
 
-    /** "4-bit affine, group 64" or "bf16-style dense" summary for logs and info. */
+    /** "affine 4-bit, group size 64" (plus the number of per-module entries), or "not quantized". */
     public String describe() {
         if (defaults == null) {
             return "not quantized";
         }
         long special = overrides.size();
-        return defaults.bits() + "-bit " + defaults.mode() + ", group size " + defaults.groupSize()
-                + (special > 0 ? " (" + special + " module overrides)" : "");
+        return defaults.mode() + " " + defaults.bits() + "-bit, group size " + defaults.groupSize()
+                + (special > 0 ? " (" + special + " per-module entries)" : "");
     }
 }

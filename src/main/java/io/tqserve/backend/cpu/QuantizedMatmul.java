@@ -5,18 +5,19 @@ import io.tqserve.backend.Matrix;
 
 /**
  * The matmul of a group-affine quantized matrix ({@link io.tqserve.backend.GroupQuant}) on the CPU backend's pool:
- * the same split into 4-row blocks as the dense matmul of {@link CpuBackend}. One activation row (decode) runs the
- * matrix-vector kernels that dequantize in registers ({@link QuantizedVector}, 4 and 8 bits); several rows decode
- * four weight rows at a time to floats (never more: the dense matrix is never materialised) and run the float
- * tiles against every activation row, so each weight byte is read once per call. Both paths give each output the
- * same arithmetic in the same order, so a sequence's numbers do not depend on the batch it runs in. Other code
- * widths, narrow vectors and the scalar kernels decode rows with {@link QuantizedScalar}.
+ * the same split into 4-row blocks as the dense matmul of {@link CpuBackend}. 4- and 8-bit matrices on 256-bit or
+ * wider vectors run {@link QuantizedVector}'s kernels, which read the packed codes in registers, for each activation
+ * row against each block of four weight rows (the block stays in cache across the rows, so each weight byte comes
+ * from memory once per call). Other code widths, narrower vectors and the scalar kernels decode four weight rows at a
+ * time to floats with {@link QuantizedScalar} (never more: no dense copy of the matrix) and run the float tiles.
+ * Either way an output gets the same arithmetic whatever the batch, so batching never changes a sequence's numbers.
  */
 final class QuantizedMatmul {
     private final Kernels kernels;
     private final boolean vector;
     private final ThreadLocal<float[]> rowScratch = new ThreadLocal<>();
     private final ThreadLocal<float[]> xScratch = new ThreadLocal<>();
+    private final ThreadLocal<float[]> sumScratch = new ThreadLocal<>();
 
     QuantizedMatmul(Kernels kernels) {
         this.kernels = kernels;
@@ -28,13 +29,18 @@ final class QuantizedMatmul {
         int inDim = w.cols();
         boolean fast = vector && QuantizedVector.handles(w);
         float[] xs = x;
-        if (fast && QuantizedVector.nibbleOrder(w)) {
+        float[] sums = null;
+        int groups = inDim / w.quant().groupSize();
+        if (fast) {
             xs = scratch(xScratch, rows * inDim);
+            sums = scratch(sumScratch, rows * groups);
             for (int r = 0; r < rows; r++) {
-                QuantizedVector.permute4(x, r * inDim, inDim, xs, r * inDim);
+                QuantizedVector.permute(w.quant().bits(), x, r * inDim, inDim, xs, r * inDim);
+                QuantizedVector.groupSums(x, r * inDim, inDim, w.quant().groupSize(), sums, r * groups);
             }
         }
         float[] xin = xs;
+        float[] xsum = sums;
         int blocks = Math.max(1, Math.min(outDim / 8, pool.threads() * 8));
         int per = ((outDim + blocks - 1) / blocks + 3) / 4 * 4;
         int nBlocks = (outDim + per - 1) / per;
@@ -44,22 +50,20 @@ final class QuantizedMatmul {
             float[] wRows = null;
             for (int j = from; j < to; j += 4) {
                 int count = Math.min(4, to - j);
-                if (rows == 1 && fast && count == 4) {
-                    if (w.quant().bits() == 4) {
-                        QuantizedVector.matvec4Q4(w, j, xin, 0, out, j);
-                    } else {
-                        QuantizedVector.matvec4Q8(w, j, xin, 0, out, j);
+                if (fast) {
+                    for (int r = 0; r < rows; r++) {
+                        if (w.quant().bits() == 4) {
+                            QuantizedVector.matvecQ4(w, j, count, xin, r * inDim, xsum, r * groups, out, r * outDim + j);
+                        } else {
+                            QuantizedVector.matvecQ8(w, j, count, xin, r * inDim, xsum, r * groups, out, r * outDim + j);
+                        }
                     }
                     continue;
                 }
                 if (wRows == null) {
                     wRows = scratch(rowScratch, 4 * inDim);
                 }
-                if (fast) {
-                    QuantizedVector.decodeRows(w, j, count, wRows);
-                } else {
-                    QuantizedScalar.decodeRows(w, j, count, wRows);
-                }
+                QuantizedScalar.decodeRows(w, j, count, wRows);
                 for (int r = 0; r < rows; r += 4) {
                     kernels.tile(wRows, 0, count, xin, r * inDim, Math.min(4, rows - r), inDim, out, r * outDim + j,
                             outDim);

@@ -7,186 +7,284 @@ import static io.tqserve.backend.cpu.VectorKernels.LANES;
 import static io.tqserve.backend.cpu.VectorKernels.LE;
 import static io.tqserve.backend.cpu.VectorKernels.sumLanes;
 
+import io.tqserve.backend.DType;
 import io.tqserve.backend.GroupQuant;
+import io.tqserve.backend.Layouts;
 import io.tqserve.backend.Matrix;
 import java.lang.foreign.MemorySegment;
-import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.VectorOperators;
-import jdk.incubator.vector.VectorShape;
-import jdk.incubator.vector.VectorSpecies;
 
 /**
- * Vector API kernels for group-affine 4-bit and 8-bit weights ({@link GroupQuant}): the codes are widened and
- * dequantized in registers ({@code scale·q + bias}, one fused multiply-add) straight from the packed bytes, so a
- * decode step streams each packed byte once and no dense copy of the matrix ever exists. The scalar twin is
- * {@link QuantizedScalar}; {@link QuantizedMatmul} chooses between them.
+ * Vector API kernels for group-affine 4-bit and 8-bit weights ({@link GroupQuant}): the codes are widened in
+ * registers straight from the packed bytes, so a decode step streams each packed byte once and no dense copy of the
+ * matrix ever exists. The scalar twin is {@link QuantizedScalar}; {@link QuantizedMatmul} chooses between them.
  *
- * <p>8-bit codes are used in column order. 4-bit codes come two to a byte (low nibble = even column), so a load of
- * L bytes yields the L even columns and the L odd columns of a block of 2L columns; rather than interleave them
- * again, the kernels work in the <em>nibble order</em>: within each block of 2L columns, the even columns first,
- * then the odd ones. The activations are permuted into that order once per matmul ({@link #permute4}), the matvec
- * reads the weights in it, and the batched path decodes weight rows into it ({@link #decodeRows}) and runs the
- * float tiles of {@link VectorMatmul}. Every output has one accumulator stepping through the same order with the same
- * multiply-adds whichever path computes it, so batching never changes a result (as with the bf16 kernels).
- * Straight-line code for the reason given in {@link VectorKernels}.
+ * <p>The affine form is factored per group: {@code Σ (s·q + b)·x = s·Σ q·x + b·Σ x}, so the inner loop is one
+ * multiply-add per weight on the integer codes (as cheap as the bf16 kernel's), the scale is applied once per
+ * group (a vector multiply-add into the row's accumulator) and the bias once per group against the group's sum of
+ * x, computed once per activation row ({@link #groupSums}). Dequantizing every weight first cost a second
+ * multiply-add per weight and made the kernels compute-bound at half the bf16 speed on the development machine.
+ *
+ * <p>A load takes L little-endian ints, each holding P = 32/bits codes (code k of int j is column j·P + k of the
+ * block); rather than interleave the codes again, the kernels work in their load order: within each block of P·L
+ * columns, column j·P + k sits at position k·L + j. The activations are permuted into that order once per
+ * matmul ({@link #permute}). A batch of activation rows runs the same kernel per row against each block of four
+ * weight rows (which then stays in the L1 cache), so every output has the same arithmetic whatever the batch and
+ * batching never changes a result (as with the bf16 kernels). Straight-line code for the reason given in
+ * {@link VectorKernels}.
  */
 final class QuantizedVector {
-    /** Bytes with as many lanes as F: a quarter of its bit size. */
-    static final VectorSpecies<Byte> B = F.vectorBitSize() >= 256
-            ? VectorSpecies.of(byte.class, VectorShape.forBitSize(F.vectorBitSize() / 4)) : null;
+    /** The kernels need 256-bit or wider vectors (their blocks of P·L columns fit the group sizes then). */
+    static final boolean WIDE = F.vectorBitSize() >= 256;
 
     private QuantizedVector() {
     }
 
-    /** Whether these kernels handle w: 4 or 8 bits, vectors of 256 bits or more, groups of whole 2L-column blocks. */
+    /** Scale or bias i, the bf16 case read inline (a call per group through DType.read cost a third of the time). */
+    static float sc(MemorySegment m, DType t, long i) {
+        return t == DType.BF16 ? Float.intBitsToFloat((m.getAtIndex(Layouts.SHORT_LE, i) & 0xFFFF) << 16) : t.read(m, i);
+    }
+
+    /**
+     * Columns per block of the kernels' order: one load of L ints, 8L codes at 4 bits, 4L at 8 bits. A group must
+     * hold whole blocks (4 bits on 256-bit vectors: groups of 64 or 128; narrower groups take the scalar path).
+     */
+    static int block(int bits) {
+        return bits == 4 ? 8 * L : 4 * L;
+    }
+
+    /** Whether these kernels handle w: 4 or 8 bits, vectors of 256 bits or more, groups of whole blocks. */
     static boolean handles(Matrix w) {
         GroupQuant q = w.quant();
-        return B != null && q != null && (q.bits() == 4 || q.bits() == 8) && q.groupSize() % (2 * L) == 0;
+        return WIDE && q != null && (q.bits() == 4 || q.bits() == 8) && q.groupSize() % block(q.bits()) == 0;
     }
 
-    /** Whether w's kernels work in the nibble order (4 bits), so activations must be permuted. */
-    static boolean nibbleOrder(Matrix w) {
-        return w.quant().bits() == 4;
-    }
-
-    /** dst[dOff..dOff+n) = x[xOff..xOff+n) in the nibble order (n a multiple of 2L). */
-    static void permute4(float[] x, int xOff, int n, float[] dst, int dOff) {
-        for (int b = 0; b < n; b += 2 * L) {
-            for (int m = 0; m < L; m++) {
-                dst[dOff + b + m] = x[xOff + b + 2 * m];
-                dst[dOff + b + L + m] = x[xOff + b + 2 * m + 1];
-            }
-        }
-    }
-
-    /** Rows row..row+count-1 of w dequantized to floats at dst + q·cols, in the kernels' order. */
-    static void decodeRows(Matrix w, int row, int count, float[] dst) {
-        GroupQuant q = w.quant();
-        int n = w.cols();
-        int gs = q.groupSize();
-        int groups = n / gs;
-        MemorySegment seg = w.data();
-        long rowBytes = q.rowBytes(n);
-        for (int r = 0; r < count; r++) {
-            long base = (row + r) * rowBytes;
-            int d = r * n;
-            for (int g = 0; g < groups; g++) {
-                FloatVector sv = FloatVector.broadcast(F, q.scale(row + r, g, groups));
-                FloatVector bv = FloatVector.broadcast(F, q.bias(row + r, g, groups));
-                int end = (g + 1) * gs;
-                if (q.bits() == 4) {
-                    for (int k = g * gs; k < end; k += 2 * L) {
-                        IntVector v = (IntVector) ByteVector.fromMemorySegment(B, seg, base + k / 2, LE).convertShape(VectorOperators.B2I, I, 0);
-                        ((FloatVector) v.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(sv, bv).intoArray(dst, d + k);
-                        ((FloatVector) v.lanewise(VectorOperators.LSHR, 4).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(sv, bv).intoArray(dst, d + k + L);
-                    }
-                } else {
-                    for (int k = g * gs; k < end; k += L) {
-                        ((FloatVector) ((IntVector) ByteVector.fromMemorySegment(B, seg, base + k, LE).convertShape(VectorOperators.B2I, I, 0)).lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).fma(sv, bv).intoArray(dst, d + k);
-                    }
+    /**
+     * dst[dOff..dOff+n) = x[xOff..xOff+n) in the kernels' order for {@code bits}: within each block, column
+     * {@code j·P + k} (code k of int j, P = 32/bits codes per int) moves to {@code k·L + j}.
+     */
+    static void permute(int bits, float[] x, int xOff, int n, float[] dst, int dOff) {
+        int per = 32 / bits;
+        int blk = block(bits);
+        for (int b = 0; b < n; b += blk) {
+            for (int j = 0; j < L; j++) {
+                for (int k = 0; k < per; k++) {
+                    dst[dOff + b + k * L + j] = x[xOff + b + j * per + k];
                 }
             }
         }
     }
 
-    /** Four 4-bit rows of w times x (already in the nibble order): out[outOff+q] = row (row+q) · x. */
-    static void matvec4Q4(Matrix w, int row, float[] x, int xOff, float[] out, int outOff) {
+    /**
+     * Up to four 4-bit rows of w (row .. row+count-1) times x (already in the nibble order: {@link #permute}), with
+     * {@code xsum[xsOff + g]} the sum of x over group g: out[outOff+q] = row (row+q) · x. See the class comment for
+     * the arithmetic. Rows beyond count are computed on a copy of the last one and not written.
+     */
+    static void matvecQ4(Matrix w, int row, int count, float[] x, int xOff, float[] xsum, int xsOff, float[] out,
+            int outOff) {
         GroupQuant q = w.quant();
         int n = w.cols();
         int gs = q.groupSize();
         int groups = n / gs;
         MemorySegment seg = w.data();
+        MemorySegment ss = q.scales();
+        MemorySegment bs = q.biases();
+        DType st = q.scaleType();
         long rb = q.rowBytes(n);
-        long b0 = row * rb;
-        long b1 = b0 + rb;
-        long b2 = b1 + rb;
-        long b3 = b2 + rb;
+        int r0 = row;
+        int r1 = row + Math.min(1, count - 1);
+        int r2 = row + Math.min(2, count - 1);
+        int r3 = row + Math.min(3, count - 1);
+        long b0 = r0 * rb;
+        long b1 = r1 * rb;
+        long b2 = r2 * rb;
+        long b3 = r3 * rb;
         FloatVector c0 = FloatVector.zero(F);
         FloatVector c1 = FloatVector.zero(F);
         FloatVector c2 = FloatVector.zero(F);
         FloatVector c3 = FloatVector.zero(F);
+        float z0 = 0;
+        float z1 = 0;
+        float z2 = 0;
+        float z3 = 0;
         for (int g = 0; g < groups; g++) {
-            FloatVector s0 = FloatVector.broadcast(F, q.scale(row, g, groups));
-            FloatVector s1 = FloatVector.broadcast(F, q.scale(row + 1, g, groups));
-            FloatVector s2 = FloatVector.broadcast(F, q.scale(row + 2, g, groups));
-            FloatVector s3 = FloatVector.broadcast(F, q.scale(row + 3, g, groups));
-            FloatVector z0 = FloatVector.broadcast(F, q.bias(row, g, groups));
-            FloatVector z1 = FloatVector.broadcast(F, q.bias(row + 1, g, groups));
-            FloatVector z2 = FloatVector.broadcast(F, q.bias(row + 2, g, groups));
-            FloatVector z3 = FloatVector.broadcast(F, q.bias(row + 3, g, groups));
+            FloatVector a0 = FloatVector.zero(F);
+            FloatVector a1 = FloatVector.zero(F);
+            FloatVector a2 = FloatVector.zero(F);
+            FloatVector a3 = FloatVector.zero(F);
             int end = (g + 1) * gs;
-            for (int k = g * gs; k < end; k += 2 * L) {
-                FloatVector xl = FloatVector.fromArray(F, x, xOff + k);
-                FloatVector xh = FloatVector.fromArray(F, x, xOff + k + L);
-                long o = k / 2;
-                IntVector v = (IntVector) ByteVector.fromMemorySegment(B, seg, b0 + o, LE).convertShape(VectorOperators.B2I, I, 0);
-                c0 = ((FloatVector) v.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(s0, z0).fma(xl, c0);
-                c0 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 4).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(s0, z0).fma(xh, c0);
-                v = (IntVector) ByteVector.fromMemorySegment(B, seg, b1 + o, LE).convertShape(VectorOperators.B2I, I, 0);
-                c1 = ((FloatVector) v.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(s1, z1).fma(xl, c1);
-                c1 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 4).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(s1, z1).fma(xh, c1);
-                v = (IntVector) ByteVector.fromMemorySegment(B, seg, b2 + o, LE).convertShape(VectorOperators.B2I, I, 0);
-                c2 = ((FloatVector) v.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(s2, z2).fma(xl, c2);
-                c2 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 4).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(s2, z2).fma(xh, c2);
-                v = (IntVector) ByteVector.fromMemorySegment(B, seg, b3 + o, LE).convertShape(VectorOperators.B2I, I, 0);
-                c3 = ((FloatVector) v.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(s3, z3).fma(xl, c3);
-                c3 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 4).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(s3, z3).fma(xh, c3);
+            for (int k = g * gs; k < end; k += 8 * L) {
+                FloatVector x0 = FloatVector.fromArray(F, x, xOff + k + 0 * L);
+                FloatVector x1 = FloatVector.fromArray(F, x, xOff + k + 1 * L);
+                FloatVector x2 = FloatVector.fromArray(F, x, xOff + k + 2 * L);
+                FloatVector x3 = FloatVector.fromArray(F, x, xOff + k + 3 * L);
+                FloatVector x4 = FloatVector.fromArray(F, x, xOff + k + 4 * L);
+                FloatVector x5 = FloatVector.fromArray(F, x, xOff + k + 5 * L);
+                FloatVector x6 = FloatVector.fromArray(F, x, xOff + k + 6 * L);
+                FloatVector x7 = FloatVector.fromArray(F, x, xOff + k + 7 * L);
+                IntVector v;
+                v = IntVector.fromMemorySegment(I, seg, b0 + k / 2, LE);
+                a0 = ((FloatVector) v.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x0, a0);
+                a0 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 4).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x1, a0);
+                a0 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 8).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x2, a0);
+                a0 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 12).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x3, a0);
+                a0 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 16).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x4, a0);
+                a0 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 20).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x5, a0);
+                a0 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 24).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x6, a0);
+                a0 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(x7, a0);
+                v = IntVector.fromMemorySegment(I, seg, b1 + k / 2, LE);
+                a1 = ((FloatVector) v.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x0, a1);
+                a1 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 4).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x1, a1);
+                a1 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 8).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x2, a1);
+                a1 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 12).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x3, a1);
+                a1 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 16).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x4, a1);
+                a1 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 20).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x5, a1);
+                a1 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 24).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x6, a1);
+                a1 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(x7, a1);
+                v = IntVector.fromMemorySegment(I, seg, b2 + k / 2, LE);
+                a2 = ((FloatVector) v.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x0, a2);
+                a2 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 4).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x1, a2);
+                a2 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 8).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x2, a2);
+                a2 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 12).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x3, a2);
+                a2 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 16).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x4, a2);
+                a2 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 20).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x5, a2);
+                a2 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 24).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x6, a2);
+                a2 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(x7, a2);
+                v = IntVector.fromMemorySegment(I, seg, b3 + k / 2, LE);
+                a3 = ((FloatVector) v.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x0, a3);
+                a3 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 4).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x1, a3);
+                a3 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 8).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x2, a3);
+                a3 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 12).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x3, a3);
+                a3 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 16).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x4, a3);
+                a3 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 20).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x5, a3);
+                a3 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 24).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x6, a3);
+                a3 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(x7, a3);
             }
+            c0 = a0.fma(FloatVector.broadcast(F, sc(ss, st, (long) r0 * groups + g)), c0);
+            c1 = a1.fma(FloatVector.broadcast(F, sc(ss, st, (long) r1 * groups + g)), c1);
+            c2 = a2.fma(FloatVector.broadcast(F, sc(ss, st, (long) r2 * groups + g)), c2);
+            c3 = a3.fma(FloatVector.broadcast(F, sc(ss, st, (long) r3 * groups + g)), c3);
+            float xg = xsum[xsOff + g];
+            z0 = Math.fma(sc(bs, st, (long) r0 * groups + g), xg, z0);
+            z1 = Math.fma(sc(bs, st, (long) r1 * groups + g), xg, z1);
+            z2 = Math.fma(sc(bs, st, (long) r2 * groups + g), xg, z2);
+            z3 = Math.fma(sc(bs, st, (long) r3 * groups + g), xg, z3);
         }
         float[] lanes = LANES.get();
         c0.intoArray(lanes, 0);
         c1.intoArray(lanes, L);
         c2.intoArray(lanes, 2 * L);
         c3.intoArray(lanes, 3 * L);
-        out[outOff] = sumLanes(lanes, 0); // fixed-order lane sums; no tail: the columns are whole blocks
-        out[outOff + 1] = sumLanes(lanes, L);
-        out[outOff + 2] = sumLanes(lanes, 2 * L);
-        out[outOff + 3] = sumLanes(lanes, 3 * L);
+        out[outOff] = sumLanes(lanes, 0) + z0; // fixed-order lane sums
+        if (count > 1) {
+            out[outOff + 1] = sumLanes(lanes, L) + z1;
+        }
+        if (count > 2) {
+            out[outOff + 2] = sumLanes(lanes, 2 * L) + z2;
+        }
+        if (count > 3) {
+            out[outOff + 3] = sumLanes(lanes, 3 * L) + z3;
+        }
     }
 
-    /** Four 8-bit rows of w times x (column order). */
-    static void matvec4Q8(Matrix w, int row, float[] x, int xOff, float[] out, int outOff) {
+    /** As {@link #matvecQ4}, for 8-bit rows (x in the byte order: {@link #permute}). */
+    static void matvecQ8(Matrix w, int row, int count, float[] x, int xOff, float[] xsum, int xsOff, float[] out,
+            int outOff) {
         GroupQuant q = w.quant();
         int n = w.cols();
         int gs = q.groupSize();
         int groups = n / gs;
         MemorySegment seg = w.data();
-        long b0 = (long) row * n;
-        long b1 = b0 + n;
-        long b2 = b1 + n;
-        long b3 = b2 + n;
+        MemorySegment ss = q.scales();
+        MemorySegment bs = q.biases();
+        DType st = q.scaleType();
+        long rb = n;
+        int r0 = row;
+        int r1 = row + Math.min(1, count - 1);
+        int r2 = row + Math.min(2, count - 1);
+        int r3 = row + Math.min(3, count - 1);
+        long b0 = r0 * rb;
+        long b1 = r1 * rb;
+        long b2 = r2 * rb;
+        long b3 = r3 * rb;
         FloatVector c0 = FloatVector.zero(F);
         FloatVector c1 = FloatVector.zero(F);
         FloatVector c2 = FloatVector.zero(F);
         FloatVector c3 = FloatVector.zero(F);
+        float z0 = 0;
+        float z1 = 0;
+        float z2 = 0;
+        float z3 = 0;
         for (int g = 0; g < groups; g++) {
-            FloatVector s0 = FloatVector.broadcast(F, q.scale(row, g, groups));
-            FloatVector s1 = FloatVector.broadcast(F, q.scale(row + 1, g, groups));
-            FloatVector s2 = FloatVector.broadcast(F, q.scale(row + 2, g, groups));
-            FloatVector s3 = FloatVector.broadcast(F, q.scale(row + 3, g, groups));
-            FloatVector z0 = FloatVector.broadcast(F, q.bias(row, g, groups));
-            FloatVector z1 = FloatVector.broadcast(F, q.bias(row + 1, g, groups));
-            FloatVector z2 = FloatVector.broadcast(F, q.bias(row + 2, g, groups));
-            FloatVector z3 = FloatVector.broadcast(F, q.bias(row + 3, g, groups));
+            FloatVector a0 = FloatVector.zero(F);
+            FloatVector a1 = FloatVector.zero(F);
+            FloatVector a2 = FloatVector.zero(F);
+            FloatVector a3 = FloatVector.zero(F);
             int end = (g + 1) * gs;
-            for (int k = g * gs; k < end; k += L) {
-                FloatVector xv = FloatVector.fromArray(F, x, xOff + k);
-                c0 = ((FloatVector) ((IntVector) ByteVector.fromMemorySegment(B, seg, b0 + k, LE).convertShape(VectorOperators.B2I, I, 0)).lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).fma(s0, z0).fma(xv, c0);
-                c1 = ((FloatVector) ((IntVector) ByteVector.fromMemorySegment(B, seg, b1 + k, LE).convertShape(VectorOperators.B2I, I, 0)).lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).fma(s1, z1).fma(xv, c1);
-                c2 = ((FloatVector) ((IntVector) ByteVector.fromMemorySegment(B, seg, b2 + k, LE).convertShape(VectorOperators.B2I, I, 0)).lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).fma(s2, z2).fma(xv, c2);
-                c3 = ((FloatVector) ((IntVector) ByteVector.fromMemorySegment(B, seg, b3 + k, LE).convertShape(VectorOperators.B2I, I, 0)).lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).fma(s3, z3).fma(xv, c3);
+            for (int k = g * gs; k < end; k += 4 * L) {
+                FloatVector x0 = FloatVector.fromArray(F, x, xOff + k);
+                FloatVector x1 = FloatVector.fromArray(F, x, xOff + k + L);
+                FloatVector x2 = FloatVector.fromArray(F, x, xOff + k + 2 * L);
+                FloatVector x3 = FloatVector.fromArray(F, x, xOff + k + 3 * L);
+                IntVector v;
+                v = IntVector.fromMemorySegment(I, seg, b0 + k, LE);
+                a0 = ((FloatVector) v.lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).fma(x0, a0);
+                a0 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 8).lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).fma(x1, a0);
+                a0 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 16).lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).fma(x2, a0);
+                a0 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(x3, a0);
+                v = IntVector.fromMemorySegment(I, seg, b1 + k, LE);
+                a1 = ((FloatVector) v.lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).fma(x0, a1);
+                a1 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 8).lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).fma(x1, a1);
+                a1 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 16).lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).fma(x2, a1);
+                a1 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(x3, a1);
+                v = IntVector.fromMemorySegment(I, seg, b2 + k, LE);
+                a2 = ((FloatVector) v.lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).fma(x0, a2);
+                a2 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 8).lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).fma(x1, a2);
+                a2 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 16).lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).fma(x2, a2);
+                a2 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(x3, a2);
+                v = IntVector.fromMemorySegment(I, seg, b3 + k, LE);
+                a3 = ((FloatVector) v.lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).fma(x0, a3);
+                a3 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 8).lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).fma(x1, a3);
+                a3 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 16).lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).fma(x2, a3);
+                a3 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(x3, a3);
             }
+            c0 = a0.fma(FloatVector.broadcast(F, sc(ss, st, (long) r0 * groups + g)), c0);
+            c1 = a1.fma(FloatVector.broadcast(F, sc(ss, st, (long) r1 * groups + g)), c1);
+            c2 = a2.fma(FloatVector.broadcast(F, sc(ss, st, (long) r2 * groups + g)), c2);
+            c3 = a3.fma(FloatVector.broadcast(F, sc(ss, st, (long) r3 * groups + g)), c3);
+            float xg = xsum[xsOff + g];
+            z0 = Math.fma(sc(bs, st, (long) r0 * groups + g), xg, z0);
+            z1 = Math.fma(sc(bs, st, (long) r1 * groups + g), xg, z1);
+            z2 = Math.fma(sc(bs, st, (long) r2 * groups + g), xg, z2);
+            z3 = Math.fma(sc(bs, st, (long) r3 * groups + g), xg, z3);
         }
         float[] lanes = LANES.get();
         c0.intoArray(lanes, 0);
         c1.intoArray(lanes, L);
         c2.intoArray(lanes, 2 * L);
         c3.intoArray(lanes, 3 * L);
-        out[outOff] = sumLanes(lanes, 0); // fixed-order lane sums; no tail: the columns are whole blocks
-        out[outOff + 1] = sumLanes(lanes, L);
-        out[outOff + 2] = sumLanes(lanes, 2 * L);
-        out[outOff + 3] = sumLanes(lanes, 3 * L);
+        out[outOff] = sumLanes(lanes, 0) + z0; // fixed-order lane sums
+        if (count > 1) {
+            out[outOff + 1] = sumLanes(lanes, L) + z1;
+        }
+        if (count > 2) {
+            out[outOff + 2] = sumLanes(lanes, 2 * L) + z2;
+        }
+        if (count > 3) {
+            out[outOff + 3] = sumLanes(lanes, 3 * L) + z3;
+        }
+    }
+
+    /** Per group of x[xOff..xOff+n) (column order), its sum in column order, into xsum[xsOff..]. */
+    static void groupSums(float[] x, int xOff, int n, int groupSize, float[] xsum, int xsOff) {
+        for (int g = 0; g < n / groupSize; g++) {
+            float sum = 0;
+            for (int i = xOff + g * groupSize, end = i + groupSize; i < end; i++) {
+                sum += x[i];
+            }
+            xsum[xsOff + g] = sum;
+        }
     }
 }
