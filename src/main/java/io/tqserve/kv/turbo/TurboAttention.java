@@ -1,7 +1,6 @@
 package io.tqserve.kv.turbo;
 
 import io.tqserve.backend.Kernels;
-import io.tqserve.backend.Matrix;
 import io.tqserve.kv.AttentionShape;
 import io.tqserve.kv.Bf16Prefix;
 import java.lang.foreign.MemorySegment;
@@ -50,13 +49,8 @@ final class TurboAttention {
         boolean vector = cache.vector();
         Scratch s = SCRATCH.get();
         float[] sc = s.scores(heads * stride);
-        if (nP > 0) {
-            Matrix keys = prefix.keys(layer, g);
-            for (int j = 0; j < heads; j++) {
-                for (int t = 0; t < nP; t++) {
-                    sc[j * stride + t] = kernels.dotRow(keys, t, q, qOff + j * d) * scale;
-                }
-            }
+        for (int j = 0; j < heads && nP > 0; j++) {
+            prefix.scores(kernels, layer, g, nP, q, qOff + j * d, scale, sc, j * stride);
         }
         if (path == AttentionPath.FUSED) {
             float[] qsum = s.qsum(heads * groups);
@@ -123,13 +117,8 @@ final class TurboAttention {
                 }
             }
         }
-        if (nP > 0) {
-            Matrix values = prefix.values(layer, g);
-            for (int j = 0; j < heads; j++) {
-                for (int t = 0; t < nP; t++) {
-                    kernels.axpyRow(sc[j * stride + t], values, t, out, qOff + j * d);
-                }
-            }
+        for (int j = 0; j < heads && nP > 0; j++) {
+            prefix.accumulate(kernels, layer, g, nP, sc, j * stride, out, qOff + j * d);
         }
     }
 
