@@ -46,7 +46,7 @@ final class TurboAttention {
         float scale = cache.scale();
         MemorySegment[] chunks = cache.chunkArray();
         long headBase = cache.headBase(layer, g);
-        boolean vector = cache.vector();
+        TurboKernels tk = cache.turboKernels();
         Scratch s = SCRATCH.get();
         float[] sc = s.scores(heads * stride);
         for (int j = 0; j < heads && nP > 0; j++) {
@@ -64,33 +64,19 @@ final class TurboAttention {
                 }
             }
             if (nT > 0) {
-                if (vector) {
-                    float[] qb = s.qb(heads * d * FusedScores.L);
-                    FusedScores.broadcastQueries(q, qOff, d, heads, d, qb);
-                    FusedScores.scores(lay, chunks, headBase, nT, qb, heads, qsum, sc, nP, stride, scale, s.kf(d * T));
-                } else {
-                    FusedScalar.scores(lay, chunks, headBase, nT, q, qOff, d, heads, qsum, sc, nP, stride, scale);
-                }
+                tk.scores(lay, chunks, headBase, nT, q, qOff, heads, qsum, sc, nP, stride, scale, s);
             }
             for (int j = 0; j < heads; j++) {
-                TurboSoftmax.softmax(sc, j * stride, n, vector);
+                tk.softmax(sc, j * stride, n);
             }
-            if (vector) {
-                FusedValues.values(lay, chunks, headBase, nT, sc, nP, stride, heads, out, qOff, d, s.row(d), s.codes(d));
-            } else {
-                FusedScalar.values(lay, chunks, headBase, nT, sc, nP, stride, heads, out, qOff, d, s.codes(d));
-            }
+            tk.values(lay, chunks, headBase, nT, sc, nP, stride, heads, out, qOff, s);
             for (int j = 0; j < heads; j++) {
-                unrotate(out, qOff + j * d, d, vector);
+                tk.unrotate(out, qOff + j * d, d);
             }
         } else {
             if (nT > 0) {
                 float[] kt = s.kt(d * nTPad);
-                if (vector) {
-                    TurboWindow.decodeKeys(lay, chunks, headBase, nT, kt, nTPad, s.kf(d * T));
-                } else {
-                    FusedScalar.decodeKeys(lay, chunks, headBase, nT, kt, nTPad);
-                }
+                tk.decodeKeys(lay, chunks, headBase, nT, kt, nTPad, s);
                 for (int j = 0; j < heads; j++) {
                     int o = j * stride + nP;
                     Arrays.fill(sc, o, o + nT, 0f);
@@ -101,11 +87,11 @@ final class TurboAttention {
                 }
             }
             for (int j = 0; j < heads; j++) {
-                TurboSoftmax.softmax(sc, j * stride, n, vector);
+                tk.softmax(sc, j * stride, n);
             }
             boolean deferred = path == AttentionPath.DEFERRED;
             float[] vw = s.vw(nT * d);
-            TurboWindow.decodeValues(lay, chunks, headBase, nT, vw, deferred, vector);
+            TurboWindow.decodeValues(tk, lay, chunks, headBase, nT, vw, deferred);
             for (int j = 0; j < heads; j++) {
                 int o = qOff + j * d;
                 Arrays.fill(out, o, o + d, 0f);
@@ -113,20 +99,12 @@ final class TurboAttention {
                     kernels.axpy(sc[j * stride + nP + t], vw, t * d, out, o, d);
                 }
                 if (deferred) {
-                    unrotate(out, o, d, vector);
+                    tk.unrotate(out, o, d);
                 }
             }
         }
         for (int j = 0; j < heads && nP > 0; j++) {
             prefix.accumulate(kernels, layer, g, nP, sc, j * stride, out, qOff + j * d);
-        }
-    }
-
-    private static void unrotate(float[] x, int off, int d, boolean vector) {
-        if (vector) {
-            Fwht.unrotate(x, off, d);
-        } else {
-            Fwht.unrotateScalar(x, off, d);
         }
     }
 

@@ -24,7 +24,7 @@ public final class TurboQuantKvCache extends ChunkedKvCache {
 
     private final TurboBlockLayout blocks; // chunks are (layers, numKvHeads, BLOCKS, block bytes)
     private final AttentionPath path;
-    private final boolean vector;
+    private final TurboKernels turboKernels;
     private final TurboAttention attention;
 
     /** A cache with the fused path and no bf16 prefix. */
@@ -38,28 +38,19 @@ public final class TurboQuantKvCache extends ChunkedKvCache {
      */
     public TurboQuantKvCache(KvScheme.Turbo scheme, AttentionShape shape, ComputeBackend backend, int maxTokens,
             int quantizedKvStart, AttentionPath path) {
-        this(scheme, shape, backend, maxTokens, quantizedKvStart, path, TurboSimd.ENABLED);
+        this(scheme, shape, backend, maxTokens, quantizedKvStart, path, TurboKernels.preferred());
     }
 
-    /** As above; {@code vector} false runs the scalar twins of the attention kernels (parity tests). */
+    /** As above, on the given TurboQuant kernels (the parity tests run both implementations). */
     TurboQuantKvCache(KvScheme.Turbo scheme, AttentionShape shape, ComputeBackend backend, int maxTokens,
-            int quantizedKvStart, AttentionPath path, boolean vector) {
-        super(scheme, codec(scheme, shape, vector), shape, backend, maxTokens, quantizedKvStart,
+            int quantizedKvStart, AttentionPath path, TurboKernels turboKernels) {
+        super(scheme, new TurboCodec(TurboLayout.of(scheme, shape.headDim()), turboKernels), shape, backend, maxTokens, quantizedKvStart,
                 (long) new TurboBlockLayout(TurboLayout.of(scheme, shape.headDim())).bytes() * BLOCKS * shape.layers()
                         * shape.numKvHeads());
-        this.vector = vector(vector);
+        this.turboKernels = turboKernels;
         this.blocks = new TurboBlockLayout(TurboLayout.of(scheme, shape.headDim()));
         this.path = path;
         this.attention = new TurboAttention(this);
-    }
-
-    private static boolean vector(boolean vector) {
-        return vector && TurboSimd.ENABLED && FusedScores.SUPPORTED;
-    }
-
-    private static TurboCodec codec(KvScheme.Turbo scheme, AttentionShape shape, boolean vector) {
-        TurboLayout entry = TurboLayout.of(scheme, shape.headDim());
-        return vector(vector) ? new TurboCodec(entry) : TurboCodec.scalar(entry);
     }
 
     public AttentionPath path() {
@@ -80,8 +71,8 @@ public final class TurboQuantKvCache extends ChunkedKvCache {
         return prefix;
     }
 
-    boolean vector() {
-        return vector;
+    TurboKernels turboKernels() {
+        return turboKernels;
     }
 
     float scale() {
