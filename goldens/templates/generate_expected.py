@@ -18,6 +18,7 @@ strftime_now sees a fixed time (conversations.json "corpus.fixed_now"), as the J
 Writes
   goldens/templates/expected/<template>/<case>.txt + expected/index.json  (the model templates, sources/)
   goldens/templates/corpus/expected/<template>.json                      (the corpus, corpus/templates/)
+  goldens/templates/expected/semantics.json                              (single-feature templates below)
 """
 
 import importlib.util
@@ -47,6 +48,35 @@ CORPUS = os.path.join(HERE, "corpus")
 SPECIAL_TOKEN_KEYS = ["bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token",
                       "mask_token", "additional_special_tokens"]
 BARE_TEMPLATE_TOKENS = {"bos_token": "<s>", "eos_token": "</s>"}
+
+
+# Single-feature templates (operator precedence, tests, scoping, loops, macros, filters, methods, printing),
+# rendered with SEMANTICS_MESSAGES; expected/semantics.json holds what Jinja2 printed (or raised).
+SEMANTICS = [
+    "{{ not x is defined }}|{{ not messages is none }}|{{ not (x is defined) }}",
+    "{{ strftime_now is defined }}{{ raise_exception is defined }}{{ range is defined }}{{ nope is defined }}",
+    "{{ -2|abs }}|{{ 'a' ~ 'b'|upper }}|{{ 2 + 3 * 4 ** 2 }}|{{ 7 // 2 }}{{ -7 // 2 }}{{ 7 % -3 }}{{ 7 / 2 }}",
+    "{{ 1 < 2 < 3 }}{{ 3 > 2 > 2 }}|{{ 'a' in 'abc' and not 'z' in 'abc' }}|{{ 'z' not in ['a'] }}",
+    "{{ 1 if x is defined else 2 }}|{{ 'y' if messages else 'n' }}|{{ none ~ '' }}{{ true }}",
+    "{% set x = 1 %}{% for i in [1, 2] %}{% set x = x + i %}{{ x }}{% endfor %}|{{ x }}",
+    "{% set ns = namespace(x=1) %}{% for i in [1, 2] %}{% set ns.x = ns.x + i %}{% endfor %}{{ ns.x }}",
+    "{% if true %}{% set y = 'leaks' %}{% endif %}{{ y }}",
+    "{% macro m(a, b='B') %}[{{ a }}{{ b }}{{ caller() if caller is defined else '' }}]{% endmacro %}{{ m(1) }}{% call m(2, b='x') %}c{% endcall %}",
+    "{% filter upper %}ab{{ 'c' }}{% endfilter %}|{% set t %}  in  {% endset %}{{ t|trim }}",
+    "{% for x in 'abc' %}{{ loop.index0 }}{{ loop.index }}{{ loop.revindex }}{{ loop.revindex0 }}{{ loop.first }}{{ loop.last }}{{ loop.length }}{{ loop.previtem }}{{ loop.nextitem }}{{ loop.cycle('+', '-') }},{% endfor %}",
+    "{% for m in messages if m.role != 'system' %}{{ loop.index }}:{{ m.content }}{% else %}none{% endfor %}",
+    "{% for i in range(10) %}{% if i is odd %}{% continue %}{% endif %}{% if i > 6 %}{% break %}{% endif %}{{ i }}{% endfor %}",
+    "{{ 'abcdef'[1:4] }}{{ 'abcdef'[::-2] }}{{ [1,2,3,4][-2:] }}{{ messages[-1].content }}",
+    "{{ '  Hi There  '.strip() }}|{{ 'a,b'.split(',') }}|{{ 'xhix'.lstrip('x') }}{{ 'xhix'.rstrip('x') }}|{{ 'hello world'.title() }}|{{ 'ab'.startswith('a') }}{{ 'ab'.endswith(('x','b')) }}|{{ 'A'.lower() }}{{ 'a'.upper() }}|{{ 'aXa'.replace('a', 'b') }}",
+    "{% set d = {'b': 1, 'a': [1, 2.5, None, True]} %}{{ d.items()|list }}|{{ d.keys()|list }}|{{ d.values()|list }}|{{ d.get('a') }}{{ d.get('z', 'dflt') }}|{{ d['b'] }}{{ d.b }}",
+    "{{ {'a': 'é', 'b': [1, 2]}|tojson }}|{{ {'a': 1}|tojson(indent=2) }}|{{ 'x\"y'|tojson }}",
+    "{{ [3, 1, 2]|sort|join(',') }}|{{ [1, 1, 2]|unique|list }}|{{ messages|map(attribute='role')|join(' ') }}|{{ messages|selectattr('role', 'equalto', 'user')|list|length }}|{{ messages|rejectattr('role', 'eq', 'user')|map(attribute='content')|first }}",
+    "{{ x|default('d') }}{{ ''|default('e', true) }}|{{ '5'|int + 1 }}|{{ 3|string ~ 'x' }}|{{ [1, 2]|last }}{{ [1, 2]|first }}|{{ 'ab'|length }}|{{ {'b': 1, 'a': 2}|dictsort }}|{{ 'a\nb'|indent(2) }}|{{ 'cap it'|capitalize }}",
+    "{{ x is undefined }}{{ none is none }}{{ 'a' is string }}{{ 1 is number }}{{ 1.5 is float }}{{ 1 is integer }}{{ true is boolean }}{{ {} is mapping }}{{ [] is iterable }}{{ [] is sequence }}{{ 4 is even }}{{ 3 is odd }}{{ 9 is divisibleby 3 }}{{ 1 is eq 1 }}{{ 'a' is equalto 'a' }}{{ true is true }}{{ false is false }}",
+    "{{ (1, 'a') }}{{ [none, true, 1.0, 1e-05, 'q\\'s'] }}{{ {'k': (1,)} }}"
+]
+SEMANTICS_MESSAGES = [{"role": "system", "content": "S"}, {"role": "user", "content": "U1"},
+                      {"role": "user", "content": "U2"}]
 
 
 def load_chat_template_utils(fixed_now):
@@ -200,6 +230,19 @@ def corpus(ctu, spec, version):
     return total
 
 
+def semantics(ctu):
+    out = []
+    for source in SEMANTICS:
+        case = {"template": source}
+        text, error = render(ctu, source, {}, {"messages": SEMANTICS_MESSAGES}, False, {})
+        case.update(error if error else {"expected": text})
+        out.append(case)
+    with open(os.path.join(HERE, "expected", "semantics.json"), "w", encoding="utf-8", newline="\n") as f:
+        json.dump({"messages": SEMANTICS_MESSAGES, "cases": out}, f, ensure_ascii=False, indent=1)
+        f.write("\n")
+    return len(out)
+
+
 def main():
     with open(os.path.join(HERE, "conversations.json"), encoding="utf-8") as f:
         spec = json.load(f)
@@ -208,6 +251,7 @@ def main():
     conversations = {c["name"]: c for c in spec["conversations"]}
     n = model_templates(ctu, spec, conversations)
     m = corpus(ctu, spec, version)
+    semantics(ctu)
     print(f"{n} model-template cases and {m} corpus cases written with transformers {version}, "
           f"jinja2 {jinja2.__version__}")
 

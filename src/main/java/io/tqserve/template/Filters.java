@@ -22,7 +22,7 @@ final class Filters {
     private static final Pattern WORD = Pattern.compile("\\w+", Pattern.UNICODE_CHARACTER_CLASS);
 
     static {
-        FILTERS.put("abs", (v, a, e) -> v instanceof Double d ? Math.abs(d) : Math.abs(Py.integer(v)));
+        FILTERS.put("abs", (v, a, e) -> v instanceof Double d ? (Object) Math.abs(d) : (Object) Math.abs(Py.integer(v)));
         FILTERS.put("attr", (v, a, e) -> {
             Object r = v instanceof Map<?, ?> ? Methods.lookup(v, (String) a.get(0, "name", null))
                     : Evaluator.getattr(v, (String) a.get(0, "name", null));
