@@ -127,15 +127,15 @@ public final class WeightQuantizer {
         copySideFiles(src, out);
     }
 
-    /** Tokenizer, template and generation files: everything but config.json and the weights. */
+    /** Tokenizer, chat-template and generation files (what mlx-lm copies beside the weights). */
     private static void copySideFiles(Path src, Path out) throws IOException {
         try (var files = Files.list(src)) {
             for (Path f : files.toList()) {
                 String n = f.getFileName().toString();
-                boolean side = n.endsWith(".json") || n.endsWith(".jinja") || n.endsWith(".model")
-                        || n.endsWith(".tiktoken") || n.equals("merges.txt") || n.equals("vocab.txt");
-                if (Files.isRegularFile(f) && side && !n.equals("config.json")
-                        && !n.equals("model.safetensors.index.json")) {
+                boolean side = n.startsWith("tokenizer") || n.startsWith("chat_template") || n.startsWith("vocab.")
+                        || n.equals("special_tokens_map.json") || n.equals("added_tokens.json")
+                        || n.equals("generation_config.json") || n.equals("merges.txt") || n.endsWith(".tiktoken");
+                if (Files.isRegularFile(f) && side) {
                     Files.copy(f, out.resolve(n), StandardCopyOption.REPLACE_EXISTING);
                 }
             }
