@@ -58,8 +58,9 @@ final class RequestFraming extends ChannelDuplexHandler {
         if (msg instanceof HttpRequest req) {
             head.headDecoded();
             String problem = req.decoderResult().isFailure() ? null : problem(req);
-            scanner.body(HttpUtil.isTransferEncodingChunked(req), HttpUtil.getContentLength(req, 0L),
-                    problem != null || req.decoderResult().isFailure());
+            boolean refusedHere = problem != null || req.decoderResult().isFailure();
+            scanner.body(!refusedHere && HttpUtil.isTransferEncodingChunked(req),
+                    refusedHere ? 0 : HttpUtil.getContentLength(req, 0L), refusedHere);
             if (problem != null) {
                 refused = true;
                 ReferenceCountUtil.release(msg);
