@@ -3,12 +3,13 @@ package io.tqserve.backend;
 import java.lang.foreign.MemorySegment;
 
 /**
- * The bookkeeping every {@link SequenceKv} shares: committed length, the rows of the pass in progress (all layers of
- * one pass or import must agree), the closed flag, and the argument checks of {@code attend}, {@code importLayer},
- * {@code exportLayer}, {@code advance} and {@code truncate}, with one wording of their errors. Not thread-safe: a
- * cache belongs to one lane thread at a time.
+ * What every {@link SequenceKv} shares, whatever holds its memory: committed length, the rows of the pass in progress
+ * (all layers of one pass or import must agree), the closed flag, {@link #advance}, {@link #truncate}, a
+ * {@link #close} that frees once, and the argument checks of {@code attend}, {@code importLayer} and
+ * {@code exportLayer} with one wording of their errors. The Java caches ({@code kv.AbstractKvCache}) and the MLX
+ * cache extend it. Not thread-safe: a cache belongs to one lane thread at a time.
  */
-public final class KvLedger {
+public abstract class AbstractSequenceKv implements SequenceKv {
     private final int maxTokens;
     private final long entryBytesPerToken;
     private int length;
@@ -19,26 +20,28 @@ public final class KvLedger {
      * @param maxTokens          most tokens the cache may hold
      * @param entryBytesPerToken bytes of one token of one layer in the export format (numKvHeads × entry bytes)
      */
-    public KvLedger(int maxTokens, long entryBytesPerToken) {
+    protected AbstractSequenceKv(int maxTokens, long entryBytesPerToken) {
         this.maxTokens = maxTokens;
         this.entryBytesPerToken = entryBytesPerToken;
     }
 
-    /** Committed tokens. */
-    public int length() {
+    @Override
+    public final int length() {
         return length;
     }
 
-    public int maxTokens() {
+    @Override
+    public final int maxTokens() {
         return maxTokens;
     }
 
-    public boolean closed() {
+    /** True once {@link #close} has run. */
+    protected final boolean closed() {
         return closed;
     }
 
     /** Checks that a forward pass of {@code rows} new tokens may run on this layer now. */
-    public void beginPass(int rows) {
+    protected final void beginPass(int rows) {
         checkRoom(rows);
         if (pending >= 0 && pending != rows) {
             throw new IllegalStateException("layers of one forward pass disagree on rows: " + pending + " vs " + rows);
@@ -47,7 +50,7 @@ public final class KvLedger {
     }
 
     /** Checks an import of {@code count} tokens; returns {@code src} cut to exactly the bytes they occupy. */
-    public MemorySegment beginImport(int count, MemorySegment src) {
+    protected final MemorySegment beginImport(int count, MemorySegment src) {
         checkRoom(count);
         MemorySegment exact = exact(count, src, "import");
         if (pending >= 0 && pending != count) {
@@ -58,7 +61,7 @@ public final class KvLedger {
     }
 
     /** Checks an export of tokens [from, from+count); returns {@code dst} cut to exactly the bytes they occupy. */
-    public MemorySegment checkExport(int from, int count, MemorySegment dst) {
+    protected final MemorySegment checkExport(int from, int count, MemorySegment dst) {
         if (from < 0 || count < 0 || from + count > length) {
             throw new IllegalArgumentException("export of tokens [" + from + ", " + (from + count) + ") from a cache of "
                     + length);
@@ -66,8 +69,8 @@ public final class KvLedger {
         return exact(count, dst, "export");
     }
 
-    /** Commits the rows of the pass (or import) in progress. */
-    public void advance(int rows) {
+    @Override
+    public final void advance(int rows) {
         if (pending >= 0 && rows != pending) {
             throw new IllegalStateException("advance(" + rows + ") after a pass of " + pending + " rows");
         }
@@ -75,8 +78,8 @@ public final class KvLedger {
         pending = -1;
     }
 
-    /** Keeps the first {@code tokens} tokens. */
-    public void truncate(int tokens) {
+    @Override
+    public final void truncate(int tokens) {
         if (tokens < 0 || tokens > length) {
             throw new IllegalArgumentException("cannot truncate " + length + " tokens to " + tokens);
         }
@@ -84,12 +87,16 @@ public final class KvLedger {
         pending = -1;
     }
 
-    /** Marks the cache closed; true the first time (the caller frees its memory then). */
-    public boolean close() {
-        boolean first = !closed;
-        closed = true;
-        return first;
+    @Override
+    public final void close() {
+        if (!closed) {
+            closed = true;
+            free();
+        }
     }
+
+    /** Frees the cache's memory; called once, by the first {@link #close}. */
+    protected abstract void free();
 
     private void checkRoom(int rows) {
         if (closed) {
