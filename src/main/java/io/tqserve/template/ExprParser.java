@@ -17,9 +17,11 @@ final class ExprParser {
     private static final Set<String> COMPARE = Set.of("==", "!=", "<", "<=", ">", ">=");
 
     private final Parser in;
+    private final List<Object[]> unknown;
 
-    ExprParser(Parser in) {
+    ExprParser(Parser in, List<Object[]> unknown) {
         this.in = in;
+        this.unknown = unknown;
     }
 
     /** Jinja2's parse_tuple: one expression, or a tuple when commas follow. */
@@ -58,11 +60,19 @@ final class ExprParser {
     }
 
     private Expr condexpr() {
+        int pending = unknown.size();
         Expr e = or();
         while (in.skipName("if")) {
+            // a conditional expression is a soft frame in Jinja2: its unknown filters fail only when used
+            while (unknown.size() > pending) {
+                unknown.removeLast();
+            }
             Expr test = or();
             Expr otherwise = in.skipName("else") ? condexpr() : null;
             e = new Expr.Cond(test, e, otherwise);
+            while (unknown.size() > pending) {
+                unknown.removeLast();
+            }
         }
         return e;
     }
@@ -354,7 +364,7 @@ final class ExprParser {
                 name = name + "." + in.next().text();
             }
             if (!Filters.exists(name)) {
-                throw new TemplateException("No filter named '" + name + "'.", nameToken.line());
+                unknown.add(new Object[] {"filter", name, nameToken.line()});
             }
             Expr.Args args = in.peek().isOp("(") ? callArgs() : Expr.Args.NONE;
             e = new Expr.Filter(e, name, args, nameToken.line());
@@ -371,7 +381,7 @@ final class ExprParser {
             name = name + "." + in.next().text();
         }
         if (!Tests.exists(name)) {
-            throw new TemplateException("No test named '" + name + "'.", nameToken.line());
+            unknown.add(new Object[] {"test", name, nameToken.line()});
         }
         Expr.Args args = Expr.Args.NONE;
         Token t = in.peek();

@@ -22,7 +22,7 @@ final class Filters {
     private static final Pattern WORD = Pattern.compile("\\w+", Pattern.UNICODE_CHARACTER_CLASS);
 
     static {
-        FILTERS.put("abs", (v, a, e) -> v instanceof Double d ? Math.abs(d) : Math.abs(Py.integer(v)));
+        FILTERS.put("abs", (v, a, e) -> v instanceof Double d ? (Object) Math.abs(d) : (Object) Math.abs(Py.integer(v)));
         FILTERS.put("attr", (v, a, e) -> {
             Object r = v instanceof Map<?, ?> ? Methods.lookup(v, (String) a.get(0, "name", null))
                     : Evaluator.getattr(v, (String) a.get(0, "name", null));
@@ -35,14 +35,17 @@ final class Filters {
                 || (Py.truthy(a.get(1, "boolean", false)) && !Py.truthy(v)) ? a.get(0, "default_value", "") : v);
         FILTERS.put("d", FILTERS.get("default"));
         FILTERS.put("dictsort", Filters::dictsort);
-        FILTERS.put("escape", (v, a, e) -> escape(Py.str(v)));
+        FILTERS.put("escape", (v, a, e) -> Markup.escape(v));
         FILTERS.put("e", FILTERS.get("escape"));
-        FILTERS.put("forceescape", FILTERS.get("escape"));
+        FILTERS.put("forceescape", (v, a, e) -> new Markup(escape(Py.str(v))));
         FILTERS.put("first", (v, a, e) -> {
             List<Object> items = Py.iterate(v);
             return items.isEmpty() ? Undefined.plain("No first item, sequence was empty.") : items.getFirst();
         });
         FILTERS.put("last", (v, a, e) -> {
+            if (v instanceof PyIterator it && !it.isView()) {
+                throw RenderException.type("'" + it.typeName + "' object is not reversible");
+            }
             List<Object> items = Py.iterate(v);
             return items.isEmpty() ? Undefined.plain("No last item, sequence was empty.") : items.getLast();
         });
@@ -51,8 +54,17 @@ final class Filters {
         FILTERS.put("format", (v, a, e) -> Formats.percent(Py.str(v), a.kwargs().isEmpty()
                 ? Tuple.of(a.positional()) : new LinkedHashMap<Object, Object>(a.kwargs())));
         FILTERS.put("indent", Filters::indent);
-        FILTERS.put("items", (v, a, e) -> v instanceof Undefined ? List.of()
-                : ((PyCallable) Methods.lookup(v, "items")).call(List.of(), Map.of()));
+        FILTERS.put("items", (v, a, e) -> {
+            if (v instanceof Undefined) {
+                return PyIterator.generator(List.of());
+            }
+            if (!(v instanceof Map<?, ?> m)) {
+                throw RenderException.type("Can only get item pairs from a mapping.");
+            }
+            List<Object> out = new ArrayList<>();
+            m.forEach((k, x) -> out.add(new Tuple(k, x)));
+            return PyIterator.generator(out);
+        });
         FILTERS.put("join", (v, a, e) -> {
             Object attribute = a.get(1, "attribute", null);
             StringBuilder b = new StringBuilder();
@@ -84,7 +96,7 @@ final class Filters {
             }
             List<Object> items = new ArrayList<>(Py.iterate(v));
             java.util.Collections.reverse(items);
-            return items;
+            return v instanceof List<?> ? PyIterator.reversed(items) : items;
         });
         FILTERS.put("round", (v, a, e) -> {
             double x = Py.num(v);
@@ -98,7 +110,7 @@ final class Filters {
                         java.math.RoundingMode.HALF_EVEN).doubleValue();
             };
         });
-        FILTERS.put("safe", (v, a, e) -> v);
+        FILTERS.put("safe", (v, a, e) -> v instanceof Markup ? v : new Markup(Py.str(v)));
         FILTERS.put("sort", Filters::sort);
         FILTERS.put("string", (v, a, e) -> Py.str(v));
         FILTERS.put("sum", (v, a, e) -> {
@@ -131,7 +143,7 @@ final class Filters {
             for (int i = 0; i < items.size(); i += size) {
                 out.add(new ArrayList<>(items.subList(i, Math.min(items.size(), i + size))));
             }
-            return out;
+            return PyIterator.generator(out);
         });
     }
 
@@ -143,7 +155,11 @@ final class Filters {
     }
 
     static Object apply(String name, Object value, Arguments args, Evaluator ev) {
-        return FILTERS.get(name).apply(value, args, ev);
+        Filter f = FILTERS.get(name);
+        if (f == null) {
+            throw new RenderException("TemplateRuntimeError", "No filter named '" + name + "' found.");
+        }
+        return f.apply(value, args, ev);
     }
 
     private static Object attr(Object item, Object attribute) {
@@ -188,7 +204,7 @@ final class Filters {
                 out.add(item);
             }
         }
-        return out;
+        return PyIterator.generator(out);
     }
 
     private static Object extreme(Object v, Arguments a, boolean max) {
@@ -209,6 +225,9 @@ final class Filters {
 
     private static Object map(Object v, Arguments a, Evaluator e) {
         List<Object> out = new ArrayList<>();
+        if (!Py.truthy(v)) {
+            return PyIterator.generator(out);
+        }
         if (a.size() == 0 && a.kwargs().containsKey("attribute")) {
             Object attribute = a.kwargs().get("attribute");
             Object fallback = a.kwargs().getOrDefault("default", Py.MISSING);
@@ -216,7 +235,7 @@ final class Filters {
                 Object x = attr(item, attribute);
                 out.add(x instanceof Undefined && fallback != Py.MISSING ? fallback : x);
             }
-            return out;
+            return PyIterator.generator(out);
         }
         String name = (String) a.positional().getFirst();
         if (!exists(name)) {
@@ -226,7 +245,7 @@ final class Filters {
         for (Object item : Py.iterate(v)) {
             out.add(apply(name, item, rest, e));
         }
-        return out;
+        return PyIterator.generator(out);
     }
 
     private static Object select(Object v, Arguments a, Evaluator e, boolean keep, boolean byAttribute) {
@@ -239,14 +258,14 @@ final class Filters {
         Arguments rest = new Arguments(a.size() > skip + 1 ? a.positional().subList(skip + 1, a.size()) : List.of(),
                 a.kwargs());
         List<Object> out = new ArrayList<>();
-        for (Object item : Py.iterate(v)) {
+        for (Object item : Py.truthy(v) ? Py.iterate(v) : List.of()) {
             Object x = byAttribute ? attr(item, attribute) : item;
             boolean r = test == null ? Py.truthy(x) : Tests.apply(test, x, rest, e);
             if (r == keep) {
                 out.add(item);
             }
         }
-        return out;
+        return PyIterator.generator(out);
     }
 
     private static Object indent(Object v, Arguments a, Evaluator e) {

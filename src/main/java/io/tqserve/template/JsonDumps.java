@@ -43,6 +43,7 @@ final class JsonDumps {
             case Double d -> out.append(Double.isNaN(d) ? "NaN" : Double.isInfinite(d) ? (d > 0 ? "Infinity"
                     : "-Infinity") : PyText.floatRepr(d));
             case String s -> string(s, out);
+            case Markup m -> string(m.text(), out);
             case List<?> l -> {
                 if (l.isEmpty()) {
                     out.append("[]");

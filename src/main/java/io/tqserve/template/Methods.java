@@ -23,6 +23,7 @@ final class Methods {
     static Object lookup(Object obj, String name) {
         return switch (obj) {
             case String s -> string(s, name);
+            case Markup m -> string(m.text(), name);
             case Map<?, ?> m -> UNSAFE_DICT.contains(name) ? Undefined.unsafe(obj, name) : dict(m, name);
             case List<?> l -> UNSAFE_LIST.contains(name) && !(obj instanceof Tuple) ? Undefined.unsafe(obj, name)
                     : list(l, name);
@@ -39,10 +40,10 @@ final class Methods {
             case "items" -> (a, k) -> {
                 List<Object> out = new ArrayList<>(m.size());
                 m.forEach((key, v) -> out.add(new Tuple(key, v)));
-                return out;
+                return PyIterator.view("dict_items", out);
             };
-            case "keys" -> (a, k) -> new ArrayList<Object>(m.keySet());
-            case "values" -> (a, k) -> new ArrayList<Object>(m.values());
+            case "keys" -> (a, k) -> PyIterator.view("dict_keys", new ArrayList<Object>(m.keySet()));
+            case "values" -> (a, k) -> PyIterator.view("dict_values", new ArrayList<Object>(m.values()));
             case "copy" -> (a, k) -> new LinkedHashMap<Object, Object>(m);
             default -> null;
         };

@@ -15,6 +15,9 @@ final class Operators {
         if (b instanceof Undefined u) {
             throw u.fail();
         }
+        if (a instanceof Markup || b instanceof Markup) {
+            return markup(op, a, b);
+        }
         boolean ints = isInt(a) && isInt(b);
         boolean nums = Py.isNumber(a) && Py.isNumber(b);
         switch (op) {
@@ -129,6 +132,28 @@ final class Operators {
         String symbol = op.equals("**") ? "** or pow()" : op;
         throw RenderException.type("unsupported operand type(s) for " + symbol + ": '" + Py.typeName(a) + "' and '"
                 + Py.typeName(b) + "'");
+    }
+
+    /** Markup + str escapes the str side; Markup % args escapes the arguments. */
+    private static Object markup(String op, Object a, Object b) {
+        if (op.equals("+") && (a instanceof String || a instanceof Markup) && (b instanceof String || b instanceof Markup)) {
+            return new Markup(Markup.escape(a).text() + Markup.escape(b).text());
+        }
+        if (op.equals("%") && a instanceof Markup m) {
+            return new Markup(Formats.percent(m.text(), b instanceof Tuple t ? escapeAll(t) : Markup.escape(b)));
+        }
+        Object x = a instanceof Markup m ? m.text() : a;
+        Object y = b instanceof Markup m ? m.text() : b;
+        Object r = binary(op, x, y);
+        return r instanceof String s && op.equals("*") ? new Markup(s) : r;
+    }
+
+    private static Tuple escapeAll(Tuple t) {
+        Object[] out = new Object[t.size()];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = Markup.escape(t.get(i));
+        }
+        return new Tuple(out);
     }
 
     private static boolean isInt(Object v) {

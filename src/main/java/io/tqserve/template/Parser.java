@@ -19,7 +19,7 @@ final class Parser {
 
     private Parser(List<Token> tokens) {
         this.tokens = tokens;
-        this.expr = new ExprParser(this);
+        this.expr = new ExprParser(this, unknown);
     }
 
     static List<Node> parse(String source) {
@@ -105,6 +105,45 @@ final class Parser {
         next();
     }
 
+    // ---- expressions, with Jinja2's compile-time check for unknown filters and tests ----
+
+    /** Inside an {@code if} (Jinja2's "soft frame"): an unknown filter/test fails only when evaluated. */
+    private boolean soft;
+    /** Unknown filters/tests of the expression being parsed: "filter 'x'" with its line. */
+    final List<Object[]> unknown = new ArrayList<>();
+
+    private <T> T checked(T e) {
+        if (!unknown.isEmpty() && !soft) {
+            Object[] first = unknown.getFirst();
+            unknown.clear();
+            throw new TemplateException("No " + first[0] + " named '" + first[1] + "'.", (Integer) first[2]);
+        }
+        unknown.clear();
+        return e;
+    }
+
+    private Expr tuple(boolean withCondexpr, Set<String> extraEnd, boolean simplified) {
+        return checked(expr.tuple(withCondexpr, extraEnd, simplified));
+    }
+
+    private Expr expression(boolean withCondexpr) {
+        return checked(expr.expression(withCondexpr));
+    }
+
+    private Expr.Filter filterChain(boolean startInline) {
+        return checked(expr.filterChain(startInline));
+    }
+
+    private List<Node> softBlock(Set<String> endTags, boolean soft) {
+        boolean outer = this.soft;
+        this.soft = soft;
+        try {
+            return block(endTags);
+        } finally {
+            this.soft = outer;
+        }
+    }
+
     // ---- statements ----
 
     /** Nodes until a block tag whose name is in {@code endTags} (left as the next token) or the end. */
@@ -123,7 +162,7 @@ final class Parser {
                 }
                 case TEXT -> body.add(new Node.Text(t.text(), t.line()));
                 case VAR_BEGIN -> {
-                    Expr e = expr.tuple(true, Set.of(), false);
+                    Expr e = tuple(true, Set.of(), false);
                     if (peek().kind() != Kind.VAR_END) {
                         throw unexpected("end of print statement");
                     }
@@ -168,7 +207,7 @@ final class Parser {
             case "filter" -> filterBlock(line);
             case "with" -> with(line);
             case "print" -> {
-                Expr e = expr.tuple(true, Set.of(), false);
+                Expr e = tuple(true, Set.of(), false);
                 expectBlockEnd();
                 yield new Node.Output(e, line);
             }
@@ -193,15 +232,20 @@ final class Parser {
         List<Expr> tests = new ArrayList<>();
         List<List<Node>> bodies = new ArrayList<>();
         List<Node> otherwise = List.of();
-        tests.add(expr.tuple(false, Set.of(), false));
-        bodies.add(block(Set.of("elif", "else", "endif")));
+        boolean outer = soft;
+        soft = true;
+        tests.add(tuple(false, Set.of(), false));
+        soft = outer;
+        bodies.add(softBlock(Set.of("elif", "else", "endif"), true));
         while (true) {
             String tag = next().text();
             if (tag.equals("elif")) {
-                tests.add(expr.tuple(false, Set.of(), false));
-                bodies.add(block(Set.of("elif", "else", "endif")));
+                soft = true;
+                tests.add(tuple(false, Set.of(), false));
+                soft = outer;
+                bodies.add(softBlock(Set.of("elif", "else", "endif"), true));
             } else if (tag.equals("else")) {
-                otherwise = block(Set.of("endif"));
+                otherwise = softBlock(Set.of("endif"), true);
                 end("endif");
                 break;
             } else {
@@ -215,18 +259,21 @@ final class Parser {
     private Node forStatement(int line) {
         Node.Target target = target(false, Set.of("in"));
         expectName("in");
-        Expr iter = expr.tuple(false, Set.of("recursive"), false);
+        Expr iter = tuple(false, Set.of("recursive"), false);
         Expr filter = null;
+        boolean outer = soft;
+        soft = false;
         if (skipName("if")) {
-            filter = expr.expression(true);
+            filter = expression(true);
         }
+        soft = outer;
         if (peek().isName("recursive")) {
             throw new TemplateException("recursive for loops are not supported by tqserve's template engine", line);
         }
-        List<Node> body = block(Set.of("endfor", "else"));
+        List<Node> body = softBlock(Set.of("endfor", "else"), false);
         List<Node> otherwise = List.of();
         if (next().text().equals("else")) {
-            otherwise = block(Set.of("endfor"));
+            otherwise = softBlock(Set.of("endfor"), false);
             end("endfor");
         } else {
             expectBlockEnd();
@@ -237,11 +284,11 @@ final class Parser {
     private Node setStatement(int line) {
         Node.Target target = target(true, Set.of());
         if (skipOp("=")) {
-            Expr value = expr.tuple(true, Set.of(), false);
+            Expr value = tuple(true, Set.of(), false);
             expectBlockEnd();
             return new Node.Set(target, value, line);
         }
-        Expr.Filter filter = peek().isOp("|") ? expr.filterChain(false) : null;
+        Expr.Filter filter = peek().isOp("|") ? filterChain(false) : null;
         List<Node> body = block(Set.of("endset"));
         end("endset");
         return new Node.SetBlock(target, body, filter, line);
@@ -252,7 +299,7 @@ final class Parser {
         List<String> params = new ArrayList<>();
         List<Expr> defaults = new ArrayList<>();
         signature(params, defaults);
-        List<Node> body = block(Set.of("endmacro"));
+        List<Node> body = softBlock(Set.of("endmacro"), false);
         end("endmacro");
         return new Node.Macro(name, params, defaults, body, line);
     }
@@ -265,7 +312,7 @@ final class Parser {
             }
             params.add(expectName());
             if (skipOp("=")) {
-                defaults.add(expr.expression(true));
+                defaults.add(expression(true));
             } else if (!defaults.isEmpty()) {
                 throw new TemplateException("non-default argument follows default argument", peek().line());
             }
@@ -279,17 +326,17 @@ final class Parser {
         if (peek().isOp("(")) {
             signature(params, defaults);
         }
-        Expr call = expr.expression(true);
+        Expr call = expression(true);
         if (!(call instanceof Expr.Call c)) {
             throw new TemplateException("expected call", line);
         }
-        List<Node> body = block(Set.of("endcall"));
+        List<Node> body = softBlock(Set.of("endcall"), false);
         end("endcall");
         return new Node.CallBlock(c, params, defaults, body, line);
     }
 
     private Node filterBlock(int line) {
-        Expr.Filter filter = expr.filterChain(true);
+        Expr.Filter filter = filterChain(true);
         List<Node> body = block(Set.of("endfilter"));
         end("endfilter");
         return new Node.FilterBlock(filter, body, line);
@@ -304,7 +351,7 @@ final class Parser {
             }
             targets.add(target(false, Set.of()));
             expectOp("=");
-            values.add(expr.expression(true));
+            values.add(expression(true));
         }
         List<Node> body = block(Set.of("endwith"));
         end("endwith");
@@ -318,7 +365,7 @@ final class Parser {
             next();
             return new Node.Target.Attr(ns, next().text());
         }
-        Expr e = expr.tuple(false, endNames, true);
+        Expr e = tuple(false, endNames, true);
         return toTarget(e);
     }
 

@@ -67,9 +67,11 @@ final class Py {
             case Long l -> l != 0;
             case Double d -> d != 0;
             case String s -> !s.isEmpty();
+            case Markup m -> !m.text().isEmpty();
             case Collection<?> c -> !c.isEmpty();
             case Map<?, ?> m -> !m.isEmpty();
             case Undefined u -> false;
+            case PyIterator it -> !it.isView() || it.size() > 0;
             default -> true;
         };
     }
@@ -82,6 +84,7 @@ final class Py {
             case Long l -> l.toString();
             case Double d -> PyText.floatRepr(d);
             case Undefined u -> "";
+            case Markup m -> m.text();
             default -> repr(v);
         };
     }
@@ -89,6 +92,7 @@ final class Py {
     static String repr(Object v) {
         return switch (v) {
             case String s -> PyText.strRepr(s);
+            case Markup m -> "Markup(" + PyText.strRepr(m.text()) + ")";
             case Tuple t -> {
                 StringBuilder b = new StringBuilder("(");
                 for (int i = 0; i < t.size(); i++) {
@@ -113,6 +117,7 @@ final class Py {
                 yield b.append('}').toString();
             }
             case Undefined u -> "Undefined";
+            case PyIterator it -> it.toString();
             case PyCallable f -> "<function>";
             case null, default -> str(v);
         };
@@ -126,12 +131,14 @@ final class Py {
             case Long l -> "int";
             case Double d -> "float";
             case String s -> "str";
+            case Markup m -> "Markup";
             case Tuple t -> "tuple";
             case List<?> l -> "list";
             case Map<?, ?> m -> "dict";
             case Undefined u -> "Undefined";
             case Namespace n -> "Namespace";
             case LoopContext c -> "LoopContext";
+            case PyIterator it -> it.typeName;
             case PyCallable f -> "function";
             default -> v.getClass().getSimpleName();
         };
@@ -164,6 +171,12 @@ final class Py {
         if (a == b) {
             return true;
         }
+        if (a instanceof Markup m) {
+            return eq(m.text(), b);
+        }
+        if (b instanceof Markup m) {
+            return eq(a, m.text());
+        }
         if (isNumber(a) && isNumber(b)) {
             return isIntLike(a) && isIntLike(b) ? integer(a) == integer(b) : num(a) == num(b);
         }
@@ -194,6 +207,12 @@ final class Py {
 
     /** Python's ordering (&lt;, &gt;, ...); TypeError for unorderable types, as CPython. */
     static int compare(Object a, Object b, String op) {
+        if (a instanceof Markup m) {
+            return compare(m.text(), b, op);
+        }
+        if (b instanceof Markup m) {
+            return compare(a, m.text(), op);
+        }
         if (isNumber(a) && isNumber(b)) {
             return isIntLike(a) && isIntLike(b) ? Long.compare(integer(a), integer(b)) : Double.compare(num(a), num(b));
         }
@@ -223,9 +242,11 @@ final class Py {
     static int len(Object v) {
         return switch (v) {
             case String s -> s.codePointCount(0, s.length());
+            case Markup m -> len(m.text());
             case Collection<?> c -> c.size();
             case Map<?, ?> m -> m.size();
             case Undefined u -> 0;
+            case PyIterator it when it.isView() -> it.size();
             case Namespace n -> throw RenderException.type("object of type 'Namespace' has no len()");
             case null, default -> throw RenderException.type("object of type '" + typeName(v) + "' has no len()");
         };
@@ -247,6 +268,8 @@ final class Py {
             }
             case Collection<?> c -> new ArrayList<>(c);
             case Undefined u -> List.of();
+            case PyIterator it -> it.iterate();
+            case Markup m -> iterate(m.text());
             case null, default -> throw RenderException.type("'" + typeName(v) + "' object is not iterable");
         };
     }
@@ -265,6 +288,12 @@ final class Py {
             }
             case Undefined u -> {
                 return false;
+            }
+            case PyIterator it -> {
+                return contains(it.iterate(), item);
+            }
+            case Markup m -> {
+                return contains(m.text(), item instanceof Markup x ? x.text() : item);
             }
             case Collection<?> c -> {
                 for (Object o : c) {
@@ -303,7 +332,10 @@ final class Py {
                 long at = i < 0 ? i + cps.length : i;
                 return at >= 0 && at < cps.length ? Character.toString(cps[(int) at]) : MISSING;
             }
-            default -> {
+            case Markup mk -> {
+                return item(mk.text(), key);
+            }
+            case null, default -> {
                 return MISSING;
             }
         }
@@ -319,6 +351,9 @@ final class Py {
             throw RenderException.value("slice step cannot be zero");
         }
         List<Object> items;
+        if (obj instanceof Markup m) {
+            return slice(m.text(), start, stop, step);
+        }
         if (obj instanceof String s) {
             items = iterate(s);
         } else if (obj instanceof List<?> l) {

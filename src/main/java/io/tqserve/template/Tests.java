@@ -24,16 +24,16 @@ final class Tests {
         TESTS.put("integer", (v, a) -> v instanceof Long);
         TESTS.put("float", (v, a) -> v instanceof Double);
         TESTS.put("number", (v, a) -> Py.isNumber(v));
-        TESTS.put("string", (v, a) -> v instanceof String);
+        TESTS.put("string", (v, a) -> v instanceof String || v instanceof Markup);
         TESTS.put("mapping", (v, a) -> v instanceof Map);
         TESTS.put("iterable", (v, a) -> v instanceof String || v instanceof List || v instanceof Map
-                || v instanceof Undefined);
+                || v instanceof Undefined || v instanceof PyIterator);
         TESTS.put("sequence", (v, a) -> v instanceof String || v instanceof List || v instanceof Map
                 || v instanceof Undefined);
         TESTS.put("callable", (v, a) -> v instanceof PyCallable);
         TESTS.put("sameas", (v, a) -> v == a.get(0, "other", null) || (v != null && v.equals(a.get(0, "other", null))
                 && (v instanceof Boolean)));
-        TESTS.put("escaped", (v, a) -> false);
+        TESTS.put("escaped", (v, a) -> v instanceof Markup);
         TESTS.put("in", (v, a) -> Py.contains(a.get(0, "seq", null), v));
         TESTS.put("even", (v, a) -> Py.integer(number(v)) % 2 == 0);
         TESTS.put("odd", (v, a) -> Math.floorMod(Py.integer(number(v)), 2) == 1);
@@ -86,6 +86,10 @@ final class Tests {
     }
 
     static boolean apply(String name, Object value, Arguments args, Evaluator ev) {
-        return TESTS.get(name).apply(value, args);
+        Test t = TESTS.get(name);
+        if (t == null) {
+            throw new RenderException("TemplateRuntimeError", "No test named '" + name + "' found.");
+        }
+        return t.apply(value, args);
     }
 }
