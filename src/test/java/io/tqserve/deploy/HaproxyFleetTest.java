@@ -39,7 +39,7 @@ import tools.jackson.databind.json.JsonMapper;
 class HaproxyFleetTest {
     static final String REPLICA_ARGS = "--tqserve.backend.threads=1 --tqserve.backend.warmup=0"
             + " --tqserve.lanes.turbo.kv-budget=64MB --tqserve.lanes.batched.kv-budget=64MB"
-            + " --tqserve.prompt-cache.max-bytes=32MB --tqserve.lanes.turbo.queue-capacity=1"
+            + " --tqserve.lanes.turbo.queue-capacity=1"
             + " --tqserve.api.keep-alive-interval=1h --tqserve.api.shutdown-grace-period=90s"
             + " --spring.lifecycle.timeout-per-shutdown-phase=100s";
     static final String USAGE = "\"stream_options\":{\"include_usage\":true}";
