@@ -110,6 +110,15 @@ class HaproxyFleetTest {
             int conversation = c;
             runs.add(pool.submit(() -> converse(conversation)));
         }
+        try {
+            checkConversations(runs);
+        } finally { // a failure leaves no conversation running into the next test
+            runs.forEach(f -> f.cancel(true));
+        }
+        assertThat(conversationsOn).as("the ring spreads conversations").containsKeys("r1", "r2");
+    }
+
+    void checkConversations(List<Future<List<String>>> runs) throws Exception {
         for (int c = 0; c < 20; c++) {
             List<String> turns = runs.get(c).get(5, TimeUnit.MINUTES); // "replica cached-tokens" per turn
             String replica = turns.get(0).split(" ")[0];
@@ -119,7 +128,6 @@ class HaproxyFleetTest {
                     .satisfies(t -> assertThat(Long.parseLong(t.get(2).split(" ")[1])).isPositive());
             conversationsOn.computeIfAbsent(replica, k -> new ArrayList<>()).add(c);
         }
-        assertThat(conversationsOn).as("the ring spreads conversations").containsKeys("r1", "r2");
     }
 
     /** Three turns of one conversation; returns "replica cached-prompt-tokens" of each. */
@@ -129,7 +137,9 @@ class HaproxyFleetTest {
         String[] questions = {"What does ls do?", "And tar?", "And grep?"};
         for (int turn = 0; turn < 3; turn++) {
             messages.add(message("user", questions[turn]));
-            HttpResponse<String> r = send(chat(messages, "\"max_tokens\":4"));
+            // The prompt cache is per lane: pinned to the batched lane, as auto routing would send these short
+            // turns to the turbo lane whenever the batched lane has a queue (budget fallback), away from the cache.
+            HttpResponse<String> r = send(chat(messages, "\"max_tokens\":4,\"tqserve_lane\":\"batched\""));
             assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
             JsonNode body = JSON.readTree(r.body());
             long cached = body.path("usage").path("prompt_tokens_details").path("cached_tokens").asLong();
