@@ -32,8 +32,7 @@ import org.junit.jupiter.api.TestInstance;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.context.properties.bind.Bindable;
 import org.springframework.boot.context.properties.bind.Binder;
-import org.springframework.boot.context.properties.bind.handler.IgnoreTopLevelConverterNotFoundBindHandler;
-import org.springframework.boot.context.properties.bind.handler.NoUnboundElementsBindHandler;
+import org.springframework.boot.context.properties.source.ConfigurationPropertyName;
 import org.springframework.boot.context.properties.source.ConfigurationPropertySources;
 import org.springframework.boot.convert.ApplicationConversionService;
 import org.springframework.boot.test.context.SpringBootTest;
@@ -41,11 +40,12 @@ import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.core.env.SystemEnvironmentPropertySource;
 import org.springframework.util.unit.DataSize;
 import org.yaml.snakeyaml.Yaml;
+import tools.jackson.databind.json.JsonMapper;
 
 /**
  * Every manifest of deploy/kubernetes against the application: probe paths answer on the port they name, every
- * TQSERVE_* variable binds to a real setting (Spring's relaxed binding of environment variables, unknown keys
- * refused), the memory request covers the heap, weights, KV budgets and prompt caches it is derived from, the
+ * TQSERVE_* / SPRING_* variable is what Spring's environment mapping finds for a documented setting (Spring itself
+ * silently ignores a variable that names none), the memory request covers the heap, weights, KV budgets and prompt caches it is derived from, the
  * grace periods nest, and every metric the autoscaler and the endpoint picker use is exported by a running server
  * (the shipped configuration, started as {@code DefaultConfigServingTest} starts it).
  */
@@ -175,15 +175,37 @@ class KubernetesManifestsTest {
         return new Binder(ConfigurationPropertySources.from(source), null, conversion);
     }
 
+    /** Every documented property key of the class path (the configuration processor's and Spring Boot's). */
+    static Set<String> knownKeys() throws IOException {
+        Set<String> keys = new TreeSet<>();
+        var resources = KubernetesManifestsTest.class.getClassLoader()
+                .getResources("META-INF/spring-configuration-metadata.json");
+        while (resources.hasMoreElements()) {
+            try (var in = resources.nextElement().openStream()) {
+                JsonMapper.builder().build().readTree(in).path("properties")
+                        .forEach(p -> keys.add(p.path("name").asString()));
+            }
+        }
+        return keys;
+    }
+
     @Test
-    void everyTqserveVariableBindsToASettingAndTheResourcesCoverWhatTheSettingsAllow() {
+    void everyTqserveVariableBindsToASettingAndTheResourcesCoverWhatTheSettingsAllow() throws IOException {
         Map<String, String> env = containerEnv();
-        Map<String, String> tqserve = new HashMap<>(env);
-        tqserve.keySet().removeIf(k -> !k.startsWith("TQSERVE_"));
-        assertThat(tqserve).hasSizeGreaterThan(10);
-        // Unknown keys fail the bind (TqserveProperties has ignoreUnknownFields = false), as they fail startup.
-        TqserveProperties p = binder(tqserve).bindOrCreate("tqserve", Bindable.of(TqserveProperties.class),
-                new NoUnboundElementsBindHandler(new IgnoreTopLevelConverterNotFoundBindHandler()));
+        Set<String> keys = knownKeys();
+        assertThat(keys).contains("tqserve.lanes.batched.kv-budget", "spring.lifecycle.timeout-per-shutdown-phase");
+        // Spring ignores environment variables that name no setting, so the check is here: each TQSERVE_* and
+        // SPRING_* variable must be what Spring's environment mapping finds for some known key.
+        List<String> settingVars = env.keySet().stream().filter(k -> k.startsWith("TQSERVE_") || k.startsWith("SPRING_"))
+                .sorted().toList();
+        assertThat(settingVars).hasSizeGreaterThan(10);
+        for (String var : settingVars) {
+            var source = ConfigurationPropertySources.from(
+                    new SystemEnvironmentPropertySource("systemEnvironment", Map.of(var, env.get(var)))).iterator().next();
+            assertThat(keys.stream().filter(k -> source.getConfigurationProperty(ConfigurationPropertyName.of(k)) != null))
+                    .as("the setting %s names", var).hasSize(1);
+        }
+        TqserveProperties p = binder(env).bindOrCreate("tqserve", Bindable.of(TqserveProperties.class));
         assertThat(p.model().path()).isEqualTo(env.get("TQSERVE_MODEL_PATH"));
         assertThat(p.kv().scheme().id()).isEqualTo(env.get("TQSERVE_KV_SCHEME"));
         assertThat(p.store().dir()).isEqualTo(env.get("TQSERVE_STORE_DIR"));
