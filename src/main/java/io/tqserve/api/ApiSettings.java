@@ -25,7 +25,7 @@ public record ApiSettings(List<String> keys, boolean strictModelId, int defaultM
         Duration retryAfter, Duration requestTimeout, Duration shutdownGracePeriod, boolean logPrompts,
         int maxMessages, int maxPromptChars, List<String> openActuator, List<String> corsAllowedOrigins,
         int queueFullStatus) {
-    /** Defaults of application.yml for the settings not given. */
+    /** TqserveProperties.Api defaults for the settings the short constructor does not take (tests). */
     public static final Duration DEFAULT_REQUEST_TIMEOUT = Duration.ofMinutes(10);
 
     public ApiSettings {
