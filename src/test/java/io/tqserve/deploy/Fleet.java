@@ -36,15 +36,20 @@ final class Fleet implements AutoCloseable {
     final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
             .connectTimeout(Duration.ofSeconds(10)).build();
 
-    /** Null when HAProxy runs here, else why the fleet cannot be started. */
-    static String haproxyMissing() {
-        try {
-            Process p = new ProcessBuilder("haproxy", "-v").redirectErrorStream(true).start();
-            p.getInputStream().readAllBytes();
-            return p.waitFor() == 0 ? null : "haproxy -v failed";
-        } catch (IOException | InterruptedException e) {
-            return "haproxy is not installed (CI installs Debian's package in .ci/run): " + e.getMessage();
+    /** Null when HAProxy, bash and curl (fleet.sh's readiness checks) run here, else what is missing. */
+    static String toolsMissing() {
+        for (String[] tool : new String[][] {{"haproxy", "-v"}, {"bash", "--version"}, {"curl", "--version"}}) {
+            try {
+                Process p = new ProcessBuilder(tool).redirectErrorStream(true).start();
+                p.getInputStream().readAllBytes();
+                if (p.waitFor() != 0) {
+                    return String.join(" ", tool) + " failed";
+                }
+            } catch (IOException | InterruptedException e) {
+                return tool[0] + " is not installed (CI installs Debian's haproxy package in .ci/run): " + e.getMessage();
+            }
         }
+        return null;
     }
 
     /** dir: emptied first (a previous run's logs, pid files and stores). */

@@ -32,7 +32,7 @@ import tools.jackson.databind.json.JsonMapper;
  * {@code haproxy.cfg}, driven in order: prefix affinity with prompt-cache hits; a request refused by a full queue
  * retried on the other replica; a replica killed mid-run (requests not yet answered are retried on the survivor,
  * whose running stream completes); a draining replica (readiness down) gets nothing while its own stream completes.
- * Skipped only when HAProxy is not installed.
+ * Skipped only when HAProxy (or bash, curl) is not installed.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
@@ -52,7 +52,7 @@ class HaproxyFleetTest {
 
     @BeforeAll
     void up() throws Exception {
-        String missing = Fleet.haproxyMissing();
+        String missing = Fleet.toolsMissing();
         Assumptions.assumeTrue(missing == null, missing);
         fleet = new Fleet(Path.of("target/haproxy-fleet-test").toAbsolutePath(), REPLICA_ARGS); // logs stay there
         fleet.script("up", "2");
