@@ -1,5 +1,6 @@
 package io.tqserve.engine;
 
+import io.tqserve.backend.DeviceSample;
 import io.tqserve.kv.KvScheme;
 import io.tqserve.model.ForwardState;
 import io.tqserve.model.Model;
@@ -24,6 +25,7 @@ public final class BatchedBf16Lane extends AbstractLane {
     private final List<Sequence> active = new ArrayList<>();
     private volatile int maxSequencesInOneStep;
     private volatile long steps;
+    private boolean idleNotified = true; // lane thread only; nothing to release before the first step
 
     /**
      * @param maxBatch        most sequences running at once
@@ -80,8 +82,10 @@ public final class BatchedBf16Lane extends AbstractLane {
         });
         if (active.isEmpty()) {
             kvBytesInUse.set(0);
+            idle();
             return;
         }
+        idleNotified = false;
         List<Transformer.Chunk> chunks = new ArrayList<>(active.size());
         List<Sequence> owners = new ArrayList<>(active.size());
         int prefilling = 0;
@@ -105,6 +109,8 @@ public final class BatchedBf16Lane extends AbstractLane {
                 prefilling++;
                 int n = Math.min(prefillChunk, s.prompt.length - s.prefilled);
                 chunks.add(new Transformer.Chunk(s.cache, s.prompt, s.prefilled, n, false));
+            } else if (s.deviceSampler != null) {
+                chunks.add(Transformer.Chunk.sampled(s.cache, s.lastToken, s.deviceSampler));
             } else {
                 chunks.add(Transformer.Chunk.of(s.cache, new int[] {s.lastToken}));
             }
@@ -128,6 +134,22 @@ public final class BatchedBf16Lane extends AbstractLane {
             }
         }
         updateKvBytes(active);
+        if (active.isEmpty() && queue.isEmpty()) {
+            idle();
+        }
+    }
+
+    /** Nothing runs: a device backend gives its cached buffers back (once per idle period). */
+    private void idle() {
+        if (idleNotified) {
+            return;
+        }
+        idleNotified = true;
+        try {
+            model.transformer().backend().onIdle();
+        } catch (RuntimeException e) {
+            System.getLogger(getClass().getName()).log(System.Logger.Level.WARNING, "releasing device buffers failed", e);
+        }
     }
 
     private void admit() {
@@ -148,6 +170,9 @@ public final class BatchedBf16Lane extends AbstractLane {
             queue.pollFirst();
             try {
                 activate(s);
+                if (model.transformer().runsOnDevice(s.cache)) {
+                    s.deviceSampler = model.transformer().deviceSampler(s.deviceSamplingSpec()).orElse(null);
+                }
                 active.add(s);
             } catch (RuntimeException | OutOfMemoryError e) { // an allocation failure fails this sequence only
                 logFailure(s, e);
@@ -171,7 +196,7 @@ public final class BatchedBf16Lane extends AbstractLane {
                 Sequence s = owners.get(i);
                 try {
                     float[] one = t.forward(state, List.of(chunks.get(i)));
-                    consume(s, chunks.get(i), one, 0);
+                    consume(s, chunks.get(i), one, 0, state.sample(0));
                 } catch (RuntimeException | Error single) {
                     logFailure(s, single);
                     s.cache.truncate(s.cache.length());
@@ -181,9 +206,13 @@ public final class BatchedBf16Lane extends AbstractLane {
             return;
         }
         int vocab = model.config().vocabSize();
-        presample(chunks, owners, logits, vocab);
+        DeviceSample[] sampled = new DeviceSample[chunks.size()];
         for (int i = 0; i < chunks.size(); i++) {
-            consume(owners.get(i), chunks.get(i), logits, i * vocab);
+            sampled[i] = state.sample(i);
+        }
+        presample(chunks, owners, logits, vocab, sampled);
+        for (int i = 0; i < chunks.size(); i++) {
+            consume(owners.get(i), chunks.get(i), logits, i * vocab, sampled[i]);
         }
     }
 
@@ -194,13 +223,14 @@ public final class BatchedBf16Lane extends AbstractLane {
      * {@link #consume} then hands the tokens out in order on this thread, as before; each sequence's tokens are the
      * same, its sampler being its own.
      */
-    private void presample(List<Transformer.Chunk> chunks, List<Sequence> owners, float[] logits, int vocab) {
+    private void presample(List<Transformer.Chunk> chunks, List<Sequence> owners, float[] logits, int vocab,
+            DeviceSample[] sampled) {
         int[] sampling = new int[chunks.size()];
         int n = 0;
         for (int i = 0; i < chunks.size(); i++) {
             Sequence s = owners.get(i);
             int prefilledAfter = s.inPrefill() ? s.prefilled + chunks.get(i).count() : s.prompt.length;
-            if (!s.cancelled() && prefilledAfter >= s.prompt.length) {
+            if (!s.cancelled() && prefilledAfter >= s.prompt.length && sampled[i] == null) {
                 sampling[n++] = i;
             }
         }
@@ -210,7 +240,13 @@ public final class BatchedBf16Lane extends AbstractLane {
         model.transformer().backend().parallelFor(n, j -> owners.get(sampling[j]).presample(logits, sampling[j] * vocab));
     }
 
-    private void consume(Sequence s, Transformer.Chunk chunk, float[] logits, int off) {
+    private void consume(Sequence s, Transformer.Chunk chunk, float[] logits, int off, DeviceSample sampled) {
+        if (sampled != null) {
+            if (!s.cancelled()) {
+                step(s, sampled);
+            }
+            return;
+        }
         if (s.inPrefill()) {
             s.prefilled += chunk.count();
             if (s.inPrefill()) {

@@ -39,7 +39,7 @@ class MlxForwardParityTest {
         var runtime = MlxTestLibrary.open();
         if (mlx == null) {
             cpu = CpuBackend.create(2);
-            mlx = new MlxBackend(runtime, CpuBackend.create(2), MlxBackend.Precision.FLOAT32);
+            mlx = new MlxBackend(runtime, CpuBackend.create(2), io.tqserve.backend.mlx.MlxOptions.DEFAULTS.withDtype(io.tqserve.backend.mlx.MlxOptions.Dtype.FLOAT32));
         }
     }
 

@@ -152,11 +152,66 @@ public final class MlxScope extends MlxOps implements AutoCloseable {
     public void eval(MlxArray... arrays) {
         MemorySegment vec = vector(arrays);
         try {
+            mlx.evaluated();
             MlxErrors.check((int) mlx.n.eval.invokeExact(vec), "mlx_eval");
         } catch (Throwable t) {
             throw MlxErrors.rethrow(t);
         } finally {
             freeVector(vec);
+        }
+    }
+
+    /**
+     * Queues the evaluation of the arrays and returns at once ({@code mlx_async_eval}); a later read or
+     * {@link #eval} of them waits for the result.
+     */
+    public void asyncEval(MlxArray... arrays) {
+        MemorySegment vec = vector(arrays);
+        try {
+            mlx.evaluated();
+            MlxErrors.check((int) mlx.n.asyncEval.invokeExact(vec), "mlx_async_eval");
+        } catch (Throwable t) {
+            throw MlxErrors.rethrow(t);
+        } finally {
+            freeVector(vec);
+        }
+    }
+
+    /**
+     * Copies an int32 array that an earlier {@link #eval} or {@link #asyncEval} evaluated (waiting for it if
+     * needed) without adding work to the graph: {@code a} must be row-contiguous int32 (e.g. the result of
+     * {@link #contiguous}); {@link Mlx#evaluations} does not move.
+     */
+    public int[] readInts(MlxArray a) {
+        if (a.dtype() != MlxDtype.INT32 && a.dtype() != MlxDtype.UINT32) {
+            throw new IllegalArgumentException("readInts needs an int32 array, got " + a.dtype());
+        }
+        try {
+            MlxErrors.check((int) mlx.n.arrayEval.invokeExact(a.struct()), "mlx_array_eval");
+            MemorySegment p = (MemorySegment) mlx.n.dataInt32.invokeExact(a.struct());
+            int[] out = MlxErrors.checkPointer(p, "mlx_array_data_int32").reinterpret(a.size() * 4)
+                    .toArray(ValueLayout.JAVA_INT);
+            mlx.copiedToJava(4L * out.length);
+            return out;
+        } catch (Throwable t) {
+            throw MlxErrors.rethrow(t);
+        }
+    }
+
+    /** As {@link #readInts}, for a row-contiguous float32 array. */
+    public float[] readFloats(MlxArray a) {
+        if (a.dtype() != MlxDtype.FLOAT32) {
+            throw new IllegalArgumentException("readFloats needs a float32 array, got " + a.dtype());
+        }
+        try {
+            MlxErrors.check((int) mlx.n.arrayEval.invokeExact(a.struct()), "mlx_array_eval");
+            MemorySegment p = (MemorySegment) mlx.n.dataFloat32.invokeExact(a.struct());
+            float[] out = MlxErrors.checkPointer(p, "mlx_array_data_float32").reinterpret(a.size() * 4)
+                    .toArray(ValueLayout.JAVA_FLOAT);
+            mlx.copiedToJava(4L * out.length);
+            return out;
+        } catch (Throwable t) {
+            throw MlxErrors.rethrow(t);
         }
     }
 
@@ -190,6 +245,7 @@ public final class MlxScope extends MlxOps implements AutoCloseable {
         eval(c);
         try {
             MemorySegment p = (MemorySegment) accessor.invokeExact(c.struct());
+            mlx.copiedToJava(c.size() * as.bytes());
             return MlxErrors.checkPointer(p, name).reinterpret(c.size() * as.bytes());
         } catch (Throwable t) {
             throw MlxErrors.rethrow(t);
