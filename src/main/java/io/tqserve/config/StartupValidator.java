@@ -39,6 +39,7 @@ public final class StartupValidator {
     }
 
     public static Plan validate(TqserveProperties p) {
+        p.backend().mlx().options(); // the MLX limits parse, or startup fails naming the key
         String backend = checkBackend(p.backend());
         Path dir = Path.of(p.model().path());
         if (!Files.isDirectory(dir)) {
@@ -88,7 +89,6 @@ public final class StartupValidator {
         if ("mlx".equals(backend)) {
             Optional<Path> lib = BackendSelector.discover(p.backend().mlx().library(), System.getenv(),
                     BackendSelector.DEFAULT_DIRS).library();
-            p.backend().mlx().options(); // the limits parse, or startup fails naming the key
             lib.ifPresent(l -> MlxMemoryCheck.require(Mlx.open(l), dir, config, p, plans));
         }
         String id = p.model().id().isBlank() ? dir.toAbsolutePath().normalize().getFileName().toString()

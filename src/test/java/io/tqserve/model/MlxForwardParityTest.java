@@ -57,14 +57,22 @@ class MlxForwardParityTest {
 
     /** A transformer whose forward runs on the MLX device (weights loaded by MLX from the files). */
     static Transformer onDevice(Path dir, ModelConfig c, Safetensors st) {
+        return onDevice(dir, c, st, mlx);
+    }
+
+    static Transformer onDevice(Path dir, ModelConfig c, Safetensors st, MlxBackend on) {
         List<Path> files = st.headers().keySet().stream().map(dir::resolve).toList();
-        Transformer t = new Transformer(c, ModelWeights.load(st, c), mlx, files);
+        Transformer t = new Transformer(c, ModelWeights.load(st, c), on, files);
         assertNotNull(t.deviceDescription(), "the MLX backend offers a device decoder");
         return t;
     }
 
     static KvCache deviceCache(Transformer t) {
-        KvCache cache = KvCacheFactory.create(KvScheme.BF16, t.attentionShape(), mlx, t.config().maxPositions());
+        return deviceCache(t, mlx);
+    }
+
+    static KvCache deviceCache(Transformer t, MlxBackend on) {
+        KvCache cache = KvCacheFactory.create(KvScheme.BF16, t.attentionShape(), on, t.config().maxPositions());
         assertInstanceOf(DeviceBf16KvCache.class, cache);
         return cache;
     }

@@ -47,10 +47,8 @@ final class MlxSampler implements DeviceSampler {
         this.store = mlx.newStore();
         backend.lock.lock();
         try (MlxScope s = mlx.newScope()) {
-            List<MlxArray> made = new ArrayList<>();
             if (!spec.greedy()) {
                 key = store.keep(s.randomKey(spec.seed()));
-                made.add(key);
             }
             if (spec.penalties()) {
                 float[] seenInit = new float[vocab];
@@ -61,8 +59,6 @@ final class MlxSampler implements DeviceSampler {
                 }
                 seen = store.keep(s.fromFloats(seenInit, 1, vocab));
                 counts = store.keep(s.zeros(MlxDtype.FLOAT32, 1, vocab));
-                made.add(seen);
-                made.add(counts);
             }
             if (!spec.logitBias().isEmpty()) {
                 float[] b = new float[vocab];
@@ -72,11 +68,8 @@ final class MlxSampler implements DeviceSampler {
                     }
                 }
                 bias = store.keep(s.fromFloats(b, 1, vocab));
-                made.add(bias);
             }
-            if (!made.isEmpty()) {
-                s.eval(made.toArray(MlxArray[]::new));
-            }
+            // not evaluated here: the arrays are computed with the first step that samples (one evaluation per step)
         } catch (RuntimeException e) {
             store.close();
             throw e;
