@@ -36,6 +36,13 @@ public interface DeviceDecoder extends AutoCloseable {
      */
     void forward(List<DeviceChunk> chunks, float[] logits, int logitsOffset, DeviceSample[] samples);
 
+    /**
+     * Builds the same graph as {@link #forward}, queues its evaluation and returns without waiting (mlx-lm's
+     * {@code async_eval}): the caller can queue the next step, fed this step's {@link PendingStep#token}s, before
+     * it reads this one. The chunks' K/V are stored as by {@link #forward}; the samplers' state moves on.
+     */
+    PendingStep submit(List<DeviceChunk> chunks);
+
     /** A sampler whose state lives on the device, for {@link DeviceChunk#sampler}. */
     DeviceSampler newSampler(SamplingSpec spec);
 

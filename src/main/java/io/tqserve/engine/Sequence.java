@@ -34,6 +34,7 @@ final class Sequence {
     private Throwable presampleFailure;   // what presample threw, rethrown by onLogits
     int generated;          // tokens sampled so far
     int lastToken = -1;     // token to feed at the next decode step
+    int aheadInCache;       // tokens a queued device step stored in the cache that this sequence has not consumed yet
     int cachedTokens;       // prompt tokens restored from the prompt cache
     float[] readyLogits;    // next-token logits restored with a whole cached prompt (nothing left to prefill)
     long accountedKvBytes;  // this cache's bytes counted in the lane's kvBytesUsed
@@ -156,7 +157,7 @@ final class Sequence {
             finish(FinishReason.STOP, "");
             return true;
         }
-        if (generated >= p.maxTokens() || cache.length() + 1 > contextLimit) {
+        if (generated >= p.maxTokens() || cache.length() - aheadInCache + 1 > contextLimit) {
             finish(FinishReason.LENGTH, stops.feed(detokenizer.flush()) + stops.flush());
             return true;
         }

@@ -6,6 +6,8 @@ import io.tqserve.backend.DeviceChunk;
 import io.tqserve.backend.DeviceDecoder;
 import io.tqserve.backend.DeviceSample;
 import io.tqserve.backend.DeviceSampler;
+import io.tqserve.backend.DeviceToken;
+import io.tqserve.backend.PendingStep;
 import io.tqserve.backend.Matrix;
 import io.tqserve.backend.SamplingSpec;
 import io.tqserve.backend.Kernels;
@@ -37,8 +39,12 @@ public final class Transformer implements AutoCloseable {
      * @param tokens    token ids, the chunk is {@code tokens[from .. from+count)}
      * @param allLogits logits for every row (teacher forcing, NLL) instead of the last row only
      */
-    public record Chunk(KvCache cache, int[] tokens, int from, int count, boolean allLogits, DeviceSampler sampler) {
+    public record Chunk(KvCache cache, int[] tokens, int from, int count, boolean allLogits, DeviceSampler sampler,
+            DeviceToken input) {
         public Chunk {
+            if (input != null && (count != 1 || sampler == null)) {
+                throw new IllegalArgumentException("a chunk fed a device token is a decode step sampled on the device");
+            }
             if (count < 1 || from < 0 || from + count > tokens.length) {
                 throw new IllegalArgumentException("empty or out-of-range chunk");
             }
@@ -48,7 +54,7 @@ public final class Transformer implements AutoCloseable {
         }
 
         public Chunk(KvCache cache, int[] tokens, int from, int count, boolean allLogits) {
-            this(cache, tokens, from, count, allLogits, null);
+            this(cache, tokens, from, count, allLogits, null, null);
         }
 
         public static Chunk of(KvCache cache, int[] tokens) {
@@ -60,7 +66,12 @@ public final class Transformer implements AutoCloseable {
          * runs there (see {@link Transformer#deviceSample}); else its logits are computed as for any chunk.
          */
         public static Chunk sampled(KvCache cache, int token, DeviceSampler sampler) {
-            return new Chunk(cache, new int[] {token}, 0, 1, false, sampler);
+            return new Chunk(cache, new int[] {token}, 0, 1, false, sampler, null);
+        }
+
+        /** A decode step fed the token an earlier, not yet read, device step sampled ({@link #submit}). */
+        public static Chunk sampled(KvCache cache, DeviceToken input, DeviceSampler sampler) {
+            return new Chunk(cache, new int[] {0}, 0, 1, false, sampler, input);
         }
 
         int logitRows() {
@@ -266,14 +277,56 @@ public final class Transformer implements AutoCloseable {
             for (int i = 0; i < ch.count(); i++) {
                 checkToken(ch.tokens()[ch.from() + i]);
             }
-            dc.add(new DeviceChunk(((DeviceBf16KvCache) ch.cache()).device(), ch.tokens(), ch.from(), ch.count(),
-                    ch.allLogits(), ch.sampler()));
+            dc.add(deviceChunk(ch));
         }
         device.forward(dc, state.logits, 0, state.samples);
         for (Chunk ch : chunks) {
             ch.cache().advance(ch.count());
         }
         return state.logits;
+    }
+
+    private DeviceChunk deviceChunk(Chunk ch) {
+        return new DeviceChunk(((DeviceBf16KvCache) ch.cache()).device(), ch.tokens(), ch.from(), ch.count(),
+                ch.allLogits(), ch.sampler(), ch.input());
+    }
+
+    /**
+     * Queues the chunks as one device step and returns without waiting for it (the chunks' tokens are committed to
+     * their caches at once, so the next step can be queued before this one is read); every cache must be a device
+     * cache ({@link #runsOnDevice}). The caller reads the step ({@link PendingStep#read}: the logits of chunks
+     * without a sampler, in chunk order, and the sampled tokens) or closes it.
+     */
+    public PendingStep submit(List<Chunk> chunks) {
+        if (device == null || !chunks.stream().allMatch(ch -> ch.cache() instanceof DeviceBf16KvCache)) {
+            throw new IllegalStateException("only steps whose caches all live on the device can be queued");
+        }
+        List<DeviceChunk> dc = new java.util.ArrayList<>(chunks.size());
+        for (Chunk ch : chunks) {
+            if (ch.cache().length() + ch.count() > c.maxPositions()) {
+                throw new IllegalArgumentException("sequence of " + (ch.cache().length() + ch.count())
+                        + " tokens exceeds the model context of " + c.maxPositions());
+            }
+            if (ch.input() == null) {
+                for (int i = 0; i < ch.count(); i++) {
+                    checkToken(ch.tokens()[ch.from() + i]);
+                }
+            }
+            dc.add(deviceChunk(ch));
+        }
+        PendingStep step;
+        try (ComputeBackend.DeviceLock held = backend.lockDevice()) {
+            step = device.submit(dc);
+        }
+        for (Chunk ch : chunks) {
+            ch.cache().advance(ch.count());
+        }
+        return step;
+    }
+
+    /** Whether this transformer has a device decoder (then {@link #submit} can queue steps on it). */
+    public boolean hasDevice() {
+        return device != null;
     }
 
     private void checkToken(int token) {

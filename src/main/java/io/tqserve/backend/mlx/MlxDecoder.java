@@ -141,7 +141,14 @@ final class MlxDecoder implements DeviceDecoder {
 
     @Override
     public void forward(List<DeviceChunk> chunks, float[] logits, int logitsOffset, DeviceSample[] samples) {
-        int n = 0;
+        try (MlxPendingStep step = submit(chunks)) {
+            float[] rows = step.read(samples);
+            System.arraycopy(rows, 0, logits, logitsOffset, rows.length);
+        }
+    }
+
+    @Override
+    public MlxPendingStep submit(List<DeviceChunk> chunks) {
         for (DeviceChunk ch : chunks) {
             if (!(ch.kv() instanceof MlxKvCache cache) || cache.backend() != backend) {
                 throw new IllegalArgumentException("the MLX decoder needs KV caches made by the same MLX backend");
@@ -149,32 +156,55 @@ final class MlxDecoder implements DeviceDecoder {
             if (ch.sampler() != null && (!(ch.sampler() instanceof MlxSampler ms) || ms.backend() != backend)) {
                 throw new IllegalArgumentException("the MLX decoder needs samplers made by the same MLX backend");
             }
-            n += ch.count();
-        }
-        int[] ids = new int[n];
-        int r = 0;
-        for (DeviceChunk ch : chunks) {
-            System.arraycopy(ch.tokens(), ch.from(), ids, r, ch.count());
-            r += ch.count();
+            if (ch.input() != null && !(ch.input() instanceof MlxPendingStep.Token)) {
+                throw new IllegalArgumentException("a device token of another backend");
+            }
         }
         backend.lock.lock();
-        try (MlxScope s = mlx.newScope()) {
+        MlxScope s = mlx.newScope();
+        try {
             List<MlxArray> outputs = new ArrayList<>();
-            MlxArray x = s.take(embedding, s.fromInts(ids, 0, n, n), 0); // (N, dim)
+            MlxArray[] inputs = new MlxArray[chunks.size()];
+            for (int i = 0; i < inputs.length; i++) {
+                DeviceChunk ch = chunks.get(i);
+                inputs[i] = ch.input() instanceof MlxPendingStep.Token t ? t.array()
+                        : s.fromInts(ch.tokens(), ch.from(), ch.count(), ch.count());
+            }
+            MlxArray ids = inputs.length == 1 ? inputs[0] : s.concatenate(0, inputs);
+            MlxArray x = s.take(embedding, ids, 0); // (N, dim)
             for (int l = 0; l < layers.length; l++) {
                 x = layer(s, l, x, chunks, outputs);
             }
-            head(s, x, chunks, outputs, logits, logitsOffset, samples);
+            return MlxPendingStep.queue(backend, s, spec, chunks, inputs,
+                    s.matmul(s.rmsNorm(lastRows(s, x, chunks), finalNorm, spec.rmsNormEps()), lmHead), outputs);
         } catch (RuntimeException | Error e) {
             for (DeviceChunk ch : chunks) {
                 if (ch.sampler() instanceof MlxSampler ms) {
                     ms.abort();
                 }
             }
+            s.close();
             throw e;
         } finally {
             backend.lock.unlock();
         }
+    }
+
+    /** The rows that need logits: the last of each chunk, or all of a chunk with allLogits. */
+    private static MlxArray lastRows(MlxScope s, MlxArray x, List<DeviceChunk> chunks) {
+        List<Integer> rowIds = new ArrayList<>();
+        int row = 0;
+        for (DeviceChunk ch : chunks) {
+            for (int i = ch.allLogits() ? 0 : ch.count() - 1; i < ch.count(); i++) {
+                rowIds.add(row + i);
+            }
+            row += ch.count();
+        }
+        if (rowIds.size() == row) {
+            return x;
+        }
+        int[] sel = rowIds.stream().mapToInt(Integer::intValue).toArray();
+        return s.take(x, s.fromInts(sel, 0, sel.length, sel.length), 0);
     }
 
     /** One decoder layer over all rows; attention per chunk. */
@@ -212,89 +242,6 @@ final class MlxDecoder implements DeviceDecoder {
         MlxArray up = s.matmul(h, w.wUp());
         MlxArray act = s.multiply(s.multiply(gate, s.sigmoid(gate)), up); // SwiGLU: silu(gate) · up
         return s.add(x, s.matmul(act, w.wDown()));
-    }
-
-    /**
-     * Final norm and LM head on the rows that need them, device sampling, one evaluation of everything the step
-     * produced (logits, sampled tokens, every layer's K/V, sampler state), then the copies to Java.
-     */
-    private void head(MlxScope s, MlxArray x, List<DeviceChunk> chunks, List<MlxArray> outputs, float[] logits,
-            int logitsOffset, DeviceSample[] samples) {
-        List<Integer> rowIds = new ArrayList<>();
-        int row = 0;
-        for (DeviceChunk ch : chunks) {
-            for (int i = ch.allLogits() ? 0 : ch.count() - 1; i < ch.count(); i++) {
-                rowIds.add(row + i);
-            }
-            row += ch.count();
-        }
-        int[] sel = rowIds.stream().mapToInt(Integer::intValue).toArray();
-        MlxArray picked = s.take(x, s.fromInts(sel, 0, sel.length, sel.length), 0);
-        MlxArray all = s.astype(s.matmul(s.rmsNorm(picked, finalNorm, spec.rmsNormEps()), lmHead), MlxDtype.FLOAT32);
-        int vocab = spec.vocabSize();
-        List<Integer> javaRows = new ArrayList<>();
-        List<MlxArray> tokens = new ArrayList<>();
-        MlxArray[][] logprobs = new MlxArray[chunks.size()][];
-        int out = 0;
-        for (int i = 0; i < chunks.size(); i++) {
-            DeviceChunk ch = chunks.get(i);
-            if (ch.sampler() instanceof MlxSampler ms) {
-                MlxArray rowLogits = s.slice(all, new int[] {out, 0}, new int[] {out + 1, vocab});
-                MlxArray input = s.fromInts(ch.tokens(), ch.from(), 1, 1);
-                MlxArray token = ms.sample(s, rowLogits, input);
-                tokens.add(token);
-                if (ms.topLogprobs() >= 0) {
-                    logprobs[i] = ms.logprobs(s, rowLogits, token);
-                    for (MlxArray a : logprobs[i]) {
-                        if (a != null) {
-                            outputs.add(a);
-                        }
-                    }
-                }
-                ms.stateArrays(outputs);
-            } else {
-                for (int j = 0; j < ch.logitRows(); j++) {
-                    javaRows.add(out + j);
-                }
-            }
-            out += ch.logitRows();
-        }
-        MlxArray javaLogits = null;
-        if (!javaRows.isEmpty()) {
-            int[] jr = javaRows.stream().mapToInt(Integer::intValue).toArray();
-            javaLogits = javaRows.size() == out ? s.contiguous(all)
-                    : s.contiguous(s.take(all, s.fromInts(jr, 0, jr.length, jr.length), 0));
-            outputs.add(javaLogits);
-        }
-        MlxArray sampled = null;
-        if (!tokens.isEmpty()) {
-            sampled = s.contiguous(tokens.size() == 1 ? tokens.get(0) : s.concatenate(0, tokens.toArray(MlxArray[]::new)));
-            outputs.add(sampled);
-        }
-        s.eval(outputs.toArray(MlxArray[]::new));
-        if (javaLogits != null) {
-            float[] rowsOut = s.readFloats(javaLogits);
-            int jr = 0;
-            int dst = 0;
-            for (DeviceChunk ch : chunks) {
-                if (ch.sampler() == null) {
-                    int len = ch.logitRows() * vocab;
-                    System.arraycopy(rowsOut, jr, logits, logitsOffset + dst * vocab, len);
-                    jr += len;
-                }
-                dst += ch.logitRows();
-            }
-        }
-        int[] ids = sampled == null ? new int[0] : s.readInts(sampled);
-        int t = 0;
-        for (int i = 0; i < chunks.size(); i++) {
-            if (chunks.get(i).sampler() instanceof MlxSampler ms) {
-                samples[i] = MlxSampler.read(s, ids[t++], logprobs[i]);
-                ms.commit();
-            } else {
-                samples[i] = null;
-            }
-        }
     }
 
     /** Rows [from, from+count) of a (N, heads, headDim) array. */

@@ -335,6 +335,30 @@ public final class MlxScope extends MlxOps implements AutoCloseable {
         return out;
     }
 
+    /**
+     * Frees now every array the scope owns except {@code keep}: after an {@link #asyncEval} the graph holds what it
+     * needs, and a K/V array whose only remaining handle is its cache's can then be donated to the next step's
+     * {@code slice_update} (updated in place) instead of copied.
+     */
+    public void releaseExcept(MlxArray... keep) {
+        java.util.Set<MlxArray> kept = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        for (MlxArray a : keep) {
+            if (a != null) {
+                kept.add(a);
+            }
+        }
+        List<MlxArray> still = new ArrayList<>(kept.size());
+        for (MlxArray a : owned) {
+            if (kept.contains(a)) {
+                still.add(a);
+            } else {
+                a.close();
+            }
+        }
+        owned.clear();
+        owned.addAll(still);
+    }
+
     /** Frees every array the scope still owns and the stream handle. Idempotent. */
     @Override
     public void close() {
