@@ -2,10 +2,13 @@ package io.tqserve.kv;
 
 import io.tqserve.backend.ComputeBackend;
 import io.tqserve.backend.Kernels;
+import io.tqserve.backend.KvLedger;
+import java.lang.foreign.MemorySegment;
 
 /**
  * What every cache scheme shares: length bookkeeping, the full-precision attention of a fresh prefill, and
- * the store-then-attend order of later steps. Subclasses store K/V in their format and attend over it.
+ * the store-then-attend order of later steps ({@link KvLedger} keeps the length and checks the arguments).
+ * Subclasses store K/V in their format and attend over it.
  */
 public abstract class AbstractKvCache implements KvCache {
     protected final AttentionShape shape;
@@ -15,9 +18,7 @@ public abstract class AbstractKvCache implements KvCache {
     protected final int maxTokens;
     protected final float scale;
     private final ThreadLocal<float[]> scores = new ThreadLocal<>();
-    protected int length;
-    private int pending = -1;
-    protected boolean closed;
+    private final KvLedger ledger;
 
     protected AbstractKvCache(KvScheme scheme, AttentionShape shape, ComputeBackend backend, int maxTokens) {
         this.shape = shape;
@@ -26,6 +27,7 @@ public abstract class AbstractKvCache implements KvCache {
         this.kernels = backend.kernels();
         this.maxTokens = maxTokens;
         this.scale = (float) (1.0 / Math.sqrt(shape.headDim()));
+        this.ledger = new KvLedger(maxTokens, (long) shape.numKvHeads() * layout.bytesPerTokenPerHead());
     }
 
     @Override
@@ -45,7 +47,7 @@ public abstract class AbstractKvCache implements KvCache {
 
     @Override
     public int length() {
-        return length;
+        return ledger.length();
     }
 
     @Override
@@ -55,19 +57,9 @@ public abstract class AbstractKvCache implements KvCache {
 
     @Override
     public final void attend(int layer, int rowOffset, int rows, float[] q, float[] k, float[] v, float[] out) {
-        if (closed) {
-            throw new IllegalStateException("KV cache is closed");
-        }
-        if (length + rows > maxTokens) {
-            throw new IllegalStateException("KV cache holds at most " + maxTokens + " tokens; "
-                    + (length + rows) + " requested");
-        }
-        if (pending >= 0 && pending != rows) {
-            throw new IllegalStateException("layers of one forward pass disagree on rows: " + pending + " vs " + rows);
-        }
-        pending = rows;
-        ensureCapacity(length + rows);
-        if (length == 0 && attendsFreshPrefillInFullPrecision()) {
+        ledger.beginPass(rows);
+        ensureCapacity(length() + rows);
+        if (length() == 0 && attendsFreshPrefillInFullPrecision()) {
             attendFloat(rowOffset, rows, q, k, v, out);
             store(layer, rowOffset, rows, k, v);
         } else {
@@ -77,41 +69,22 @@ public abstract class AbstractKvCache implements KvCache {
     }
 
     @Override
-    public final void importLayer(int layer, int count, java.lang.foreign.MemorySegment src) {
-        if (closed) {
-            throw new IllegalStateException("KV cache is closed");
-        }
-        if (length + count > maxTokens) {
-            throw new IllegalStateException("KV cache holds at most " + maxTokens + " tokens; " + (length + count)
-                    + " requested");
-        }
-        long need = (long) count * shape.numKvHeads() * layout.bytesPerTokenPerHead();
-        if (src.byteSize() < need) {
-            throw new IllegalArgumentException("import of " + count + " tokens needs " + need + " bytes, got "
-                    + src.byteSize());
-        }
-        if (pending >= 0 && pending != count) {
-            throw new IllegalStateException("layers of one import disagree on tokens: " + pending + " vs " + count);
-        }
-        pending = count;
-        ensureCapacity(length + count);
-        importEntries(layer, count, src);
+    public final void importLayer(int layer, int count, MemorySegment src) {
+        MemorySegment exact = ledger.beginImport(count, src);
+        ensureCapacity(length() + count);
+        importEntries(layer, count, exact);
     }
 
     @Override
-    public final void exportLayer(int layer, int from, int count, java.lang.foreign.MemorySegment dst) {
-        if (from < 0 || count < 0 || from + count > length) {
-            throw new IllegalArgumentException("export of tokens [" + from + ", " + (from + count) + ") from a cache of "
-                    + length);
-        }
-        exportEntries(layer, from, count, dst);
+    public final void exportLayer(int layer, int from, int count, MemorySegment dst) {
+        exportEntries(layer, from, count, ledger.checkExport(from, count, dst));
     }
 
     /** Writes entries of tokens length()..length()+count-1 of layer from src (canonical format). */
-    protected abstract void importEntries(int layer, int count, java.lang.foreign.MemorySegment src);
+    protected abstract void importEntries(int layer, int count, MemorySegment src);
 
     /** Reads entries of tokens [from, from+count) of layer into dst (canonical format). */
-    protected abstract void exportEntries(int layer, int from, int count, java.lang.foreign.MemorySegment dst);
+    protected abstract void exportEntries(int layer, int from, int count, MemorySegment dst);
 
     /** True for every scheme: a fresh prefill attends over its own unquantized K/V. */
     protected boolean attendsFreshPrefillInFullPrecision() {
@@ -120,21 +93,28 @@ public abstract class AbstractKvCache implements KvCache {
 
     @Override
     public void advance(int rows) {
-        if (pending >= 0 && rows != pending) {
-            throw new IllegalStateException("advance(" + rows + ") after a pass of " + pending + " rows");
-        }
-        length += rows;
-        pending = -1;
+        ledger.advance(rows);
     }
 
     @Override
     public void truncate(int tokens) {
-        if (tokens < 0 || tokens > length) {
-            throw new IllegalArgumentException("cannot truncate " + length + " tokens to " + tokens);
-        }
-        length = tokens;
-        pending = -1;
+        ledger.truncate(tokens);
     }
+
+    @Override
+    public final void close() {
+        if (ledger.close()) {
+            free();
+        }
+    }
+
+    /** True once {@link #close} has run. */
+    protected final boolean closed() {
+        return ledger.closed();
+    }
+
+    /** Frees the cache's memory; called once, by the first {@link #close}. */
+    protected abstract void free();
 
     /** Grows storage so that {@code tokens} tokens fit. */
     protected abstract void ensureCapacity(int tokens);

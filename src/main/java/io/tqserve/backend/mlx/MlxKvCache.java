@@ -1,6 +1,7 @@
 package io.tqserve.backend.mlx;
 
 import io.tqserve.backend.DeviceKv;
+import io.tqserve.backend.KvLedger;
 import io.tqserve.backend.mlx.ffm.Mlx;
 import io.tqserve.backend.mlx.ffm.MlxArray;
 import io.tqserve.backend.mlx.ffm.MlxDtype;
@@ -24,15 +25,12 @@ final class MlxKvCache implements DeviceKv {
     private final int numHeads;
     private final int numKvHeads;
     private final int headDim;
-    private final int maxTokens;
     private final float scale;
+    private final KvLedger ledger;
     private final MlxStore store;
     private final MlxArray[] keys;   // per layer (1, numKvHeads, capacity, headDim) bf16
     private final MlxArray[] values; // per layer (1, numKvHeads, capacity, headDim) bf16
     private int capacity;
-    private int length;
-    private int pending = -1;
-    private boolean closed;
 
     MlxKvCache(MlxBackend backend, int layers, int numHeads, int numKvHeads, int headDim, int maxTokens) {
         this.backend = backend;
@@ -41,7 +39,7 @@ final class MlxKvCache implements DeviceKv {
         this.numHeads = numHeads;
         this.numKvHeads = numKvHeads;
         this.headDim = headDim;
-        this.maxTokens = maxTokens;
+        this.ledger = new KvLedger(maxTokens, (long) numKvHeads * 2 * headDim * 2);
         this.scale = (float) (1.0 / Math.sqrt(headDim));
         this.store = mlx.newStore();
         this.keys = new MlxArray[layers];
@@ -58,12 +56,12 @@ final class MlxKvCache implements DeviceKv {
 
     @Override
     public int length() {
-        return length;
+        return ledger.length();
     }
 
     @Override
     public int maxTokens() {
-        return maxTokens;
+        return ledger.maxTokens();
     }
 
     @Override
@@ -78,17 +76,8 @@ final class MlxKvCache implements DeviceKv {
      * bf16 values. The caller evaluates {@link #arrays(int)} together with its outputs.
      */
     MlxArray attention(MlxScope s, int layer, MlxArray q, MlxArray k, MlxArray v, int rows, MlxDtype dtype) {
-        if (closed) {
-            throw new IllegalStateException("KV cache is closed");
-        }
-        if (length + rows > maxTokens) {
-            throw new IllegalStateException("KV cache holds at most " + maxTokens + " tokens; "
-                    + (length + rows) + " requested");
-        }
-        if (pending >= 0 && pending != rows) {
-            throw new IllegalStateException("layers of one forward pass disagree on rows: " + pending + " vs " + rows);
-        }
-        pending = rows;
+        ledger.beginPass(rows);
+        int length = ledger.length();
         ensureCapacity(s, length + rows);
         int[] start = {0, 0, length, 0};
         int[] stop = {1, numKvHeads, length + rows, headDim};
@@ -122,7 +111,7 @@ final class MlxKvCache implements DeviceKv {
         if (tokens <= capacity) {
             return;
         }
-        int grown = Math.min(maxTokens, (tokens + STEP - 1) / STEP * STEP);
+        int grown = Math.min(ledger.maxTokens(), (tokens + STEP - 1) / STEP * STEP);
         for (int l = 0; l < layers; l++) {
             MlxArray tailK = s.zeros(MlxDtype.BFLOAT16, 1, numKvHeads, grown - capacity, headDim);
             MlxArray tailV = s.zeros(MlxDtype.BFLOAT16, 1, numKvHeads, grown - capacity, headDim);
@@ -156,10 +145,7 @@ final class MlxKvCache implements DeviceKv {
 
     @Override
     public void exportLayer(int layer, int from, int count, MemorySegment dst) {
-        if (from < 0 || count < 0 || from + count > length) {
-            throw new IllegalArgumentException("export of tokens [" + from + ", " + (from + count) + ") from a cache of "
-                    + length);
-        }
+        MemorySegment exact = ledger.checkExport(from, count, dst);
         if (count == 0) {
             return;
         }
@@ -169,7 +155,7 @@ final class MlxKvCache implements DeviceKv {
             int[] stop = {1, numKvHeads, from + count, headDim};
             MlxArray k = s.transpose(s.slice(keys[layer], start, stop), 0, 2, 1, 3);   // (1, count, numKvHeads, headDim)
             MlxArray v = s.transpose(s.slice(values[layer], start, stop), 0, 2, 1, 3);
-            s.copyBits16(s.concatenate(3, k, v), dst); // (1, count, numKvHeads, 2·headDim), native = little-endian
+            s.copyBits16(s.concatenate(3, k, v), exact); // (1, count, numKvHeads, 2·headDim), native = little-endian
         } finally {
             backend.lock.unlock();
         }
@@ -177,24 +163,15 @@ final class MlxKvCache implements DeviceKv {
 
     @Override
     public void importLayer(int layer, int count, MemorySegment src) {
-        if (closed) {
-            throw new IllegalStateException("KV cache is closed");
-        }
-        if (length + count > maxTokens) {
-            throw new IllegalStateException("KV cache holds at most " + maxTokens + " tokens; " + (length + count)
-                    + " requested");
-        }
-        if (pending >= 0 && pending != count) {
-            throw new IllegalStateException("layers of one import disagree on tokens: " + pending + " vs " + count);
-        }
-        pending = count;
+        MemorySegment exact = ledger.beginImport(count, src);
+        int length = ledger.length();
         if (count == 0) {
             return;
         }
         backend.lock.lock();
         try (MlxScope s = mlx.newScope()) {
             ensureCapacity(s, length + count);
-            MlxArray kv = s.fromSegment(src, MlxDtype.BFLOAT16, 1, count, numKvHeads, 2 * headDim);
+            MlxArray kv = s.fromSegment(exact, MlxDtype.BFLOAT16, 1, count, numKvHeads, 2 * headDim);
             MlxArray k = s.transpose(s.slice(kv, new int[4], new int[] {1, count, numKvHeads, headDim}), 0, 2, 1, 3);
             MlxArray v = s.transpose(s.slice(kv, new int[] {0, 0, 0, headDim},
                     new int[] {1, count, numKvHeads, 2 * headDim}), 0, 2, 1, 3);
@@ -210,28 +187,19 @@ final class MlxKvCache implements DeviceKv {
 
     @Override
     public void advance(int rows) {
-        if (pending >= 0 && rows != pending) {
-            throw new IllegalStateException("advance(" + rows + ") after a pass of " + pending + " rows");
-        }
-        length += rows;
-        pending = -1;
+        ledger.advance(rows);
     }
 
     @Override
     public void truncate(int tokens) {
-        if (tokens < 0 || tokens > length) {
-            throw new IllegalArgumentException("cannot truncate " + length + " tokens to " + tokens);
-        }
-        length = tokens;
-        pending = -1;
+        ledger.truncate(tokens);
     }
 
     @Override
     public void close() {
-        if (closed) {
+        if (!ledger.close()) {
             return;
         }
-        closed = true;
         backend.lock.lock();
         try {
             store.close();

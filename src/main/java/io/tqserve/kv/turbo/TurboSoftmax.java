@@ -40,8 +40,17 @@ final class TurboSoftmax {
     private TurboSoftmax() {
     }
 
-    /** In place over x[off, off+n); Vector API when {@code vector} (8 or 16 lanes), else the scalar twin. */
-    static void softmax(float[] x, int off, int n, boolean vector) {
+    /** In place over x[off, off+n), Vector API (8 or 16 lanes: {@link FusedScores#SUPPORTED}). */
+    static void vector(float[] x, int off, int n) {
+        softmax(x, off, n, true);
+    }
+
+    /** The scalar twin of {@link #vector}, bit for bit. */
+    static void scalar(float[] x, int off, int n) {
+        softmax(x, off, n, false);
+    }
+
+    private static void softmax(float[] x, int off, int n, boolean vector) {
         float max = Float.NEGATIVE_INFINITY;
         for (int i = 0; i < n; i++) {
             max = Math.max(max, x[off + i]);
