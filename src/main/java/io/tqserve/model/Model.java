@@ -127,11 +127,6 @@ public final class Model implements AutoCloseable {
         return fingerprint;
     }
 
-    /** Bytes of mapped weights. */
-    public long weightBytes() {
-        return safetensors.byteSize();
-    }
-
     @Override
     public void close() {
         transformer.close();

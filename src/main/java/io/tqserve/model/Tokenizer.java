@@ -198,10 +198,6 @@ public final class Tokenizer implements AutoCloseable {
         return specialTokenIds;
     }
 
-    public boolean isSpecial(int id) {
-        return specialTokenIds.contains(id);
-    }
-
     /** BOS id: {@code generation_config.json bos_token_id}, else {@code tokenizer_config.json bos_token}. */
     public OptionalInt bosTokenId() {
         return bosTokenId;

@@ -19,6 +19,9 @@ import io.tqserve.backend.mlx.ffm.MlxScope;
  * </ul>
  *
  * Inputs are (n, headDim) arrays of any float dtype; indices come back as int32, scales and zeros as fp16.
+ *
+ * <p>Nothing in the server uses it yet: it lives in the test sources, held to the golden vectors by
+ * {@code MlxTurboCodecParityTest}, until an MLX-resident TurboQuant cache encodes on the device with it.
  */
 public final class MlxTurboCodec {
     /** Elements per scale group. */
