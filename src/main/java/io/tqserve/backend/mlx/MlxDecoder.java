@@ -171,12 +171,12 @@ final class MlxDecoder implements DeviceDecoder {
                         : s.fromInts(ch.tokens(), ch.from(), ch.count(), ch.count());
             }
             MlxArray ids = inputs.length == 1 ? inputs[0] : s.concatenate(0, inputs);
-            MlxArray x = s.take(embedding, ids, 0); // (N, dim)
+            MlxArray x = s.astype(s.take(embedding, ids, 0), MlxDtype.FLOAT32); // (N, dim) residual stream, float32
             for (int l = 0; l < layers.length; l++) {
                 x = layer(s, l, x, chunks, outputs);
             }
             return MlxPendingStep.queue(backend, s, spec, chunks, inputs,
-                    s.matmul(s.rmsNorm(lastRows(s, x, chunks), finalNorm, spec.rmsNormEps()), lmHead), outputs);
+                    s.matmul(norm(s, lastRows(s, x, chunks), finalNorm), lmHead), outputs);
         } catch (RuntimeException | Error e) {
             for (DeviceChunk ch : chunks) {
                 if (ch.sampler() instanceof MlxSampler ms) {
@@ -213,7 +213,7 @@ final class MlxDecoder implements DeviceDecoder {
         float eps = spec.rmsNormEps();
         int n = x.shape()[0];
         int headDim = spec.headDim();
-        MlxArray h = s.rmsNorm(x, w.attnNorm(), eps);
+        MlxArray h = norm(s, x, w.attnNorm());
         MlxArray q = s.reshape(project(s, h, w.wq(), w.bq()), n, spec.numHeads(), headDim);
         MlxArray k = s.reshape(project(s, h, w.wk(), w.bk()), n, spec.numKvHeads(), headDim);
         MlxArray v = s.reshape(project(s, h, w.wv(), w.bv()), n, spec.numKvHeads(), headDim);
@@ -237,11 +237,21 @@ final class MlxDecoder implements DeviceDecoder {
         }
         MlxArray att = parts.size() == 1 ? parts.get(0) : s.concatenate(0, parts.toArray(MlxArray[]::new));
         x = s.add(x, s.matmul(att, w.wo()));
-        h = s.rmsNorm(x, w.mlpNorm(), eps);
+        h = norm(s, x, w.mlpNorm());
         MlxArray gate = s.matmul(h, w.wGate());
         MlxArray up = s.matmul(h, w.wUp());
         MlxArray act = s.multiply(s.multiply(gate, s.sigmoid(gate)), up); // SwiGLU: silu(gate) · up
         return s.add(x, s.matmul(act, w.wDown()));
+    }
+
+    /**
+     * RMSNorm of the float32 residual stream, in the compute dtype: what a weight multiplies is in the compute
+     * dtype (the matmuls read the weights as stored), while the residual sums stay float32, as in the Java forward,
+     * so native mode loses only the roundings of the sub-blocks' inputs and outputs, not of the running sum.
+     */
+    private MlxArray norm(MlxScope s, MlxArray x, MlxArray weight) {
+        MlxArray h = s.rmsNorm(x, weight, spec.rmsNormEps());
+        return h.dtype() == dtype ? h : s.astype(h, dtype);
     }
 
     /** Rows [from, from+count) of a (N, heads, headDim) array. */
