@@ -26,6 +26,7 @@ public final class BatchedBf16Lane extends AbstractLane {
     private final List<Sequence> active = new ArrayList<>();
     private volatile int maxSequencesInOneStep;
     private volatile long steps;
+    private volatile long overlappedSteps;
     private boolean idleNotified = true; // lane thread only; nothing to release before the first step
     private InFlight inFlight;           // lane thread only: the device step queued last, not yet read
 
@@ -58,6 +59,11 @@ public final class BatchedBf16Lane extends AbstractLane {
     /** The most sequences one step has served so far (evidence that steps really batch). */
     public int maxSequencesInOneStep() {
         return maxSequencesInOneStep;
+    }
+
+    /** Device steps queued while the previous step was still unread (pipelined decode, MLX). */
+    public long overlappedSteps() {
+        return overlappedSteps;
     }
 
     /** Steps run so far. */
@@ -188,6 +194,9 @@ public final class BatchedBf16Lane extends AbstractLane {
             try {
                 PendingStep next = model.transformer().submit(chunks);
                 inFlight = new InFlight(next, chunks, owners);
+                if (last != null) {
+                    overlappedSteps++;
+                }
                 for (int i = 0; i < chunks.size(); i++) {
                     if (chunks.get(i).sampler() != null) {
                         owners.get(i).aheadInCache++;

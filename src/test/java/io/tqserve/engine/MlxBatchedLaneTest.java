@@ -116,8 +116,10 @@ class MlxBatchedLaneTest {
             }
             assertEquals(n, lane.maxSequencesInOneStep(), "some step served all eight sequences");
             assertEquals(steps, delta.evaluations(), "one MLX evaluation per batched step (" + steps + " steps)");
-            System.out.printf("8 seeded sequences: %d steps, %d evaluations, %d bytes to Java%n", steps,
-                    delta.evaluations(), delta.bytesToJava());
+            assertTrue(lane.overlappedSteps() >= maxTokens - 2, "decode steps were queued before the previous one was "
+                    + "read: " + lane.overlappedSteps());
+            System.out.printf("8 seeded sequences: %d steps (%d queued before the previous was read), %d evaluations, "
+                    + "%d bytes to Java%n", steps, lane.overlappedSteps(), delta.evaluations(), delta.bytesToJava());
         }
     }
 
