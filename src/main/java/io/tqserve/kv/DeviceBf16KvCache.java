@@ -6,7 +6,7 @@ import io.tqserve.backend.DeviceKv;
  * The bf16 KV cache held on a backend's device (MLX arrays on the MLX backend). Same layout and byte counts as
  * {@link Bf16KvCache}; the transformer hands {@link #device()} to the backend's device decoder, and the Java
  * forward reaches it through {@link #attend}. Every call goes to the device cache, which checks its arguments
- * with the same {@code backend.KvLedger} as the Java caches.
+ * with the same {@code backend.AbstractSequenceKv} checks as the Java caches.
  */
 public final class DeviceBf16KvCache implements KvCache {
     private final AttentionShape shape;
@@ -22,11 +22,6 @@ public final class DeviceBf16KvCache implements KvCache {
     /** The device-side cache. */
     public DeviceKv device() {
         return device;
-    }
-
-    @Override
-    public KvScheme scheme() {
-        return KvScheme.BF16;
     }
 
     @Override
