@@ -25,6 +25,10 @@ final class PromptBuilder {
      * @param generation the tokenized request
      */
     record Prepared(ParsedRequest request, String echoText, GenerationRequest generation) {
+        /** The same request reading and filling another prompt-cache namespace. */
+        Prepared withCacheNamespace(String namespace) {
+            return new Prepared(request, echoText, generation.withCacheNamespace(namespace));
+        }
     }
 
     private final Model model;
