@@ -37,7 +37,7 @@ public final class ServingMetrics implements LaneObserver, RequestObserver {
     private final Map<Lane.Kind, Timer> e2e = new EnumMap<>(Lane.Kind.class);
     private final Map<Lane.Kind, Timer> queue = new EnumMap<>(Lane.Kind.class);
 
-    public ServingMetrics(MeterRegistry registry, ServingRuntime runtime) {
+    public ServingMetrics(MeterRegistry registry, ServingRuntime runtime, io.tqserve.model.WeightsInfo weights) {
         for (LanePlan plan : runtime.plans()) {
             Lane.Kind kind = plan.kind();
             String lane = kind.wireName();
@@ -90,7 +90,9 @@ public final class ServingMetrics implements LaneObserver, RequestObserver {
         }
         Gauge.builder("tqserve.model.info", () -> 1).description("the served model")
                 .tags("model", runtime.modelId(), "architecture", runtime.modelConfig().architecture().hfName(),
-                        "head_dim", Integer.toString(runtime.modelConfig().headDim()), "backend", runtime.backend())
+                        "head_dim", Integer.toString(runtime.modelConfig().headDim()), "backend", runtime.backend(),
+                        "weight_bits", Integer.toString(weights.bits()), "weight_group_size",
+                        Integer.toString(weights.groupSize()), "weight_bytes", Long.toString(weights.bytes()))
                 .strongReference(true).register(registry);
     }
 
