@@ -2,6 +2,7 @@ package io.tqserve.backend;
 
 import io.tqserve.backend.cpu.CpuBackend;
 import io.tqserve.backend.mlx.MlxBackend;
+import io.tqserve.backend.mlx.MlxOptions;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -66,10 +67,20 @@ public final class BackendSelector {
      * @throws IllegalStateException for {@code mlx} when no library is found or it fails to load
      */
     public static Selection select(String type, int threads, String librarySetting) {
-        return select(Type.parse(type), threads, librarySetting, System.getenv(), DEFAULT_DIRS);
+        return select(type, threads, librarySetting, MlxOptions.DEFAULTS);
+    }
+
+    /** As {@link #select(String, int, String)}, with the MLX backend's options ({@code tqserve.backend.mlx.*}). */
+    public static Selection select(String type, int threads, String librarySetting, MlxOptions mlxOptions) {
+        return select(Type.parse(type), threads, librarySetting, System.getenv(), DEFAULT_DIRS, mlxOptions);
     }
 
     static Selection select(Type type, int threads, String setting, Map<String, String> env, List<Path> dirs) {
+        return select(type, threads, setting, env, dirs, MlxOptions.DEFAULTS);
+    }
+
+    static Selection select(Type type, int threads, String setting, Map<String, String> env, List<Path> dirs,
+            MlxOptions mlxOptions) {
         if (type == Type.CPU) {
             CpuBackend cpu = CpuBackend.create(threads);
             return new Selection(cpu, "backend cpu (requested): " + cpu.describe());
@@ -87,7 +98,7 @@ public final class BackendSelector {
         }
         Path lib = d.library().get();
         try {
-            MlxBackend mlx = MlxBackend.open(lib, threads);
+            MlxBackend mlx = MlxBackend.open(lib, threads, mlxOptions);
             return new Selection(mlx, "backend " + type.name().toLowerCase(Locale.ROOT) + " -> " + mlx.describe());
         } catch (RuntimeException e) {
             if (type == Type.MLX) {

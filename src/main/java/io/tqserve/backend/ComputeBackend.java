@@ -42,6 +42,33 @@ public interface ComputeBackend extends AutoCloseable {
         return Optional.empty();
     }
 
+    /**
+     * Takes the device for the calling thread until the returned guard is closed: a forward pass takes it once,
+     * so two lanes' passes do not interleave on one device (fairly: the longest waiter goes next). Reentrant; a
+     * no-op on the CPU backend, whose kernels need no exclusion.
+     */
+    default DeviceLock lockDevice() {
+        return DeviceLock.NONE;
+    }
+
+    /** Told by a lane that has nothing to run: a device backend returns cached buffers to the system. */
+    default void onIdle() {
+    }
+
+    /** Counters of the device (evaluations, bytes copied to Java, memory); {@link DeviceStats#NONE} on the CPU. */
+    default DeviceStats deviceStats() {
+        return DeviceStats.NONE;
+    }
+
+    /** A held device; {@link #close} releases it. */
+    interface DeviceLock extends AutoCloseable {
+        DeviceLock NONE = () -> {
+        };
+
+        @Override
+        void close();
+    }
+
     @Override
     void close();
 }

@@ -21,10 +21,12 @@ import java.util.List;
  * @param qkNorm         per-head RMSNorm of q and k before RoPE (Qwen3)
  * @param tiedEmbeddings the LM head is the embedding matrix
  * @param weightFiles    the safetensors files holding the tensors
+ * @param javaMatrices   the Java forward's matrices by tensor name (Hugging Face names), so that a backend
+ *                       serving the Java forward's matmuls can use the arrays it loaded instead of a second copy
  */
 public record DecoderSpec(int dim, int hiddenDim, int numLayers, int numHeads, int numKvHeads, int headDim,
         int vocabSize, int maxPositions, float rmsNormEps, float[] ropeInverseFrequencies, boolean qkvBias,
-        boolean qkNorm, boolean tiedEmbeddings, List<Path> weightFiles) {
+        boolean qkNorm, boolean tiedEmbeddings, List<Path> weightFiles, java.util.Map<String, Matrix> javaMatrices) {
 
     public DecoderSpec {
         if (ropeInverseFrequencies.length != headDim / 2) {
@@ -32,6 +34,7 @@ public record DecoderSpec(int dim, int hiddenDim, int numLayers, int numHeads, i
                     + ropeInverseFrequencies.length);
         }
         weightFiles = List.copyOf(weightFiles);
+        javaMatrices = java.util.Map.copyOf(javaMatrices);
     }
 
     public int qDim() {

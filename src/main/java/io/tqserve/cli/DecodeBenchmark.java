@@ -1,7 +1,11 @@
 package io.tqserve.cli;
 
 import io.tqserve.backend.ComputeBackend;
-import io.tqserve.backend.cpu.CpuBackend;
+import io.tqserve.backend.DeviceSampler;
+import io.tqserve.backend.DeviceStats;
+import io.tqserve.backend.SamplingSpec;
+import io.tqserve.backend.BackendSelector;
+import io.tqserve.backend.mlx.MlxOptions;
 import io.tqserve.kv.KvCache;
 import io.tqserve.kv.KvCacheFactory;
 import io.tqserve.kv.KvScheme;
@@ -37,7 +41,8 @@ final class DecodeBenchmark {
 
     static int run(String[] args) throws Exception {
         CliArgs a = new CliArgs(args, 2, Set.of("--model", "--prompt-tokens", "--decode-tokens", "--threads", "--kv",
-                "--contexts", "--repeat", "--max-context", "--weights"), Set.of("--synthetic", "--no-sweep"));
+                "--contexts", "--repeat", "--max-context", "--weights", "--backend", "--mlx-library", "--mlx-dtype"),
+                Set.of("--synthetic", "--no-sweep"));
         List<Integer> weights = parseWeights(a.get("--weights", "bf16"));
         KvScheme kv = KvScheme.parse(a.get("--kv", "turbo:k8v3"));
         if (!(kv instanceof KvScheme.Turbo turbo)) {
@@ -47,7 +52,15 @@ final class DecodeBenchmark {
                 a.getInt("--repeat", 3), a.getInt("--max-context", 0));
         int promptTokens = a.getInt("--prompt-tokens", 128);
         int decodeTokens = a.getInt("--decode-tokens", 64);
-        try (CpuBackend backend = CpuBackend.create(a.getInt("--threads", 0))) {
+        BackendSelector.Selection selection = BackendSelector.select(a.get("--backend", "cpu"), a.getInt("--threads", 0),
+                a.get("--mlx-library", null), MlxOptions.DEFAULTS.withDtype(MlxOptions.Dtype.parse(
+                        a.get("--mlx-dtype", "native"))));
+        if (!"cpu".equals(selection.backend().name()) && sweep != null) {
+            System.err.println("the context sweep compares the Java attention paths; skipped on "
+                    + selection.backend().name());
+            sweep = null;
+        }
+        try (ComputeBackend backend = selection.backend()) {
             System.out.println("backend: " + backend.describe());
             double copyGbs = copyBandwidth();
             System.out.printf("memory copy bandwidth: %.2f GB/s (STREAM convention: bytes read + bytes written, 512 MiB copy, best of 5)%n", copyGbs);
@@ -180,7 +193,8 @@ final class DecodeBenchmark {
         }
         try (Safetensors st = Safetensors.open(dir)) {
             ModelWeights w = ModelWeights.load(st, c, io.tqserve.model.QuantizationConfig.load(dir));
-            Transformer t = new Transformer(c, w, backend);
+            // with the weight files, a backend with a device decoder (MLX) runs the whole forward on its device
+            Transformer t = new Transformer(c, w, backend, st.headers().keySet().stream().map(dir::resolve).toList());
             // a decode step reads every layer matrix once, the LM head once, and one embedding row
             long weightBytesPerToken = w.lmHead().byteSize();
             for (ModelWeights.Layer l : w.layers()) {
@@ -194,21 +208,27 @@ final class DecodeBenchmark {
             ForwardState state = new ForwardState(c);
             double[] result = new double[3];
             long[] steps = new long[decodeTokens];
+            DeviceStats stepStats = DeviceStats.NONE;
             for (int round = 0; round < 2; round++) { // round 0 warms up the JIT
                 try (KvCache cache = KvCacheFactory.create(KvScheme.BF16, t.attentionShape(), backend,
-                        promptTokens + decodeTokens)) {
+                        promptTokens + decodeTokens);
+                        DeviceSampler sampler = t.runsOnDevice(cache) ? t.deviceSampler(new SamplingSpec(0f, 0, 1f, 0f,
+                                0L, 1f, 0f, 0f, java.util.Map.of(), -1, prompt)).orElseThrow() : null) {
                     long t0 = System.nanoTime();
                     t.forward(state, List.of(Transformer.Chunk.of(cache, prompt)));
                     long t1 = System.nanoTime();
                     int[] one = {prompt[0]};
+                    DeviceStats decodeStart = backend.deviceStats();
                     long s0 = t1;
                     for (int i = 0; i < decodeTokens; i++) {
-                        t.forward(state, List.of(Transformer.Chunk.of(cache, one)));
+                        t.forward(state, List.of(sampler == null ? Transformer.Chunk.of(cache, one)
+                                : Transformer.Chunk.sampled(cache, one[0], sampler)));
                         long s1 = System.nanoTime();
                         steps[i] = s1 - s0;
                         s0 = s1;
                     }
                     long t2 = System.nanoTime();
+                    stepStats = backend.deviceStats().since(decodeStart);
                     result[0] = promptTokens / ((t1 - t0) / 1e9);
                     result[1] = decodeTokens / ((t2 - t1) / 1e9);
                     long[] sorted = steps.clone();
@@ -223,8 +243,15 @@ final class DecodeBenchmark {
             System.out.printf("  prefill %d tokens: %.1f tok/s%n", promptTokens, result[0]);
             System.out.printf("  decode  %d tokens: %.1f tok/s (bf16 KV; median step %.1f tok/s)%n", decodeTokens,
                     result[1], result[2]);
+            if (!"cpu".equals(backend.name())) {
+                System.out.printf("  per decode step: %.2f device evaluations, %.1f bytes device->Java; device memory "
+                        + "active %.1f MB, peak %.1f MB%n", (double) stepStats.evaluations() / decodeTokens,
+                        (double) stepStats.bytesToJava() / decodeTokens, stepStats.activeBytes() / 1e6,
+                        stepStats.peakBytes() / 1e6);
+            }
             System.out.printf("  decode roofline fraction: %.2f (weight bytes/token x tok/s / copy bandwidth; median"
                     + " step %.2f)%n", roofline, medianRoofline);
+            BatchedDecode.run(t, backend, prompt, decodeTokens, System.out);
             if (sweep != null) {
                 List<Integer> contexts = sweep.contexts() != null ? sweep.contexts()
                         : ContextSweep.defaultContexts(c.maxPositions(), decodeTokens, sweep.repeat());

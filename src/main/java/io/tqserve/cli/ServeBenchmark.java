@@ -1,11 +1,15 @@
 package io.tqserve.cli;
 
+import io.tqserve.backend.ComputeBackend;
+import io.tqserve.backend.DeviceStats;
 import io.tqserve.config.TqserveApplication;
+import io.tqserve.engine.BatchedBf16Lane;
 import io.tqserve.engine.GenerationEvent;
 import io.tqserve.engine.GenerationRequest;
 import io.tqserve.engine.Lane;
 import io.tqserve.engine.SamplingParams;
 import io.tqserve.model.Model;
+import io.tqserve.model.SafetensorsWriter;
 import io.tqserve.routing.ServingRuntime;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -15,6 +19,8 @@ import java.lang.management.ThreadInfo;
 import java.lang.management.ThreadMXBean;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -28,11 +34,14 @@ import org.springframework.context.ConfigurableApplicationContext;
 import reactor.core.publisher.Flux;
 
 /**
- * {@code ./tqserve bench serve [--model DIR] [--tokens N] [--rounds R] [--threads N]}: starts the server in this
- * JVM on a free loopback port, then measures in one run
+ * {@code ./tqserve bench serve [--model DIR | --synthetic] [--tokens N] [--rounds R] [--threads N]
+ * [--backend auto|cpu|mlx] [--mlx-library FILE] [--mlx-dtype native|float32]}: starts the server in this JVM on a
+ * free loopback port ({@code --synthetic}: on a ~0.5B random bf16 Llama written to a temp folder, as bench decode
+ * does), then measures in one run
  * <ol>
  *   <li>the batched lane's aggregate decode tok/s with 1, 2, 4 and 8 concurrent greedy streams (submitted to the
- *       lane directly), as a ratio to one stream;</li>
+ *       lane directly), as a ratio to one stream, with the device evaluations and the bytes copied from the device
+ *       to Java per lane step (zero on the CPU backend);</li>
  *   <li>one stream's decode tok/s read over HTTP (SSE, loopback) against the same lane driven directly, as a
  *       loss percentage.</li>
  * </ol>
@@ -53,14 +62,37 @@ final class ServeBenchmark {
     }
 
     static int run(String[] args) throws Exception {
-        CliArgs a = new CliArgs(args, 2, Set.of("--model", "--tokens", "--rounds", "--threads"), Set.of());
+        CliArgs a = new CliArgs(args, 2, Set.of("--model", "--tokens", "--rounds", "--threads", "--backend",
+                "--mlx-library", "--mlx-dtype"), Set.of("--synthetic"));
+        if (a.has("--synthetic")) {
+            Path dir = Files.createTempDirectory("tqserve-synthetic-0.5b");
+            try {
+                System.err.println("writing the synthetic ~0.5B model to " + dir + " ...");
+                SafetensorsWriter.writeLlama(dir, 2048, 5632, 12, 16, 8, 128, 32000, 8192,
+                        Path.of(TqserveMain.DEFAULT_MODEL), 42);
+                return run(a, dir.toString());
+            } finally {
+                try (var files = Files.list(dir)) {
+                    for (Path f : files.toList()) {
+                        Files.deleteIfExists(f);
+                    }
+                }
+                Files.deleteIfExists(dir);
+            }
+        }
+        return run(a, a.get("--model", TqserveMain.DEFAULT_MODEL));
+    }
+
+    private static int run(CliArgs a, String modelPath) throws Exception {
         int tokens = a.getInt("--tokens", 128);
         int rounds = a.getInt("--rounds", 3);
         SpringApplication app = new SpringApplication(TqserveApplication.class);
         app.setWebApplicationType(WebApplicationType.REACTIVE);
         app.setDefaultProperties(Map.of("logging.level.root", "warn", "logging.level.io.tqserve", "warn"));
         try (ConfigurableApplicationContext ctx = app.run("--server.port=0", "--server.address=127.0.0.1",
-                "--tqserve.model.path=" + a.get("--model", TqserveMain.DEFAULT_MODEL),
+                "--tqserve.model.path=" + modelPath, "--tqserve.backend.type=" + a.get("--backend", "auto"),
+                "--tqserve.backend.mlx.library=" + a.get("--mlx-library", ""),
+                "--tqserve.backend.mlx.dtype=" + a.get("--mlx-dtype", "native"),
                 "--tqserve.backend.threads=" + a.getInt("--threads", 0), "--tqserve.lanes.batched.max-batch=8")) {
             ServingRuntime runtime = ctx.getBean(ServingRuntime.class);
             ServingRuntime.Loaded loaded = runtime.whenLoaded().get(10, TimeUnit.MINUTES);
@@ -73,7 +105,7 @@ final class ServeBenchmark {
                     + rounds + " rounds");
             // Warm-up: JIT-compile the step loop, the kernels at every batch size, and the HTTP path.
             for (int c : new int[] {8, 4, 2, 1}) {
-                streams(lane, model, c, 48);
+                streams(lane, model, c, Math.min(48, tokens));
             }
             // The HTTP path runs once per token: give the JIT ~8000 of them (8 concurrent streams, twice).
             for (int i = 0; i < 2; i++) {
@@ -81,7 +113,7 @@ final class ServeBenchmark {
                 for (int c = 0; c < 8; c++) {
                     warm.add(Thread.ofPlatform().start(() -> {
                         try {
-                            overHttp(port, 512);
+                            overHttp(port, Math.min(512, 4 * tokens)); // fewer on a slow engine
                         } catch (Exception e) {
                             throw new IllegalStateException(e);
                         }
@@ -94,24 +126,31 @@ final class ServeBenchmark {
 
             System.out.println();
             System.out.println("batched lane, aggregate decode tok/s (lane driven directly):");
-            System.out.println("streams  tok/s    vs 1 stream   tok per engine CPU-s   vs 1 stream");
+            System.out.println("streams  tok/s    vs 1 stream   tok per engine CPU-s   vs 1 stream   device "
+                    + "evals/step   bytes device->Java/step");
             double one = 0;
             double oneCpu = 0;
+            ComputeBackend backend = model.transformer().backend();
             for (int c : new int[] {1, 2, 4, 8}) {
                 double best = 0;
                 long cpuNanos = 0;
+                DeviceStats before = backend.deviceStats();
+                long stepsBefore = lane instanceof BatchedBf16Lane b ? b.steps() : 0;
                 for (int r = 0; r < rounds; r++) {
-                    long before = cpuByRole()[0];
+                    long cpuBefore = cpuByRole()[0];
                     best = Math.max(best, streams(lane, model, c, tokens));
-                    cpuNanos += cpuByRole()[0] - before;
+                    cpuNanos += cpuByRole()[0] - cpuBefore;
                 }
+                DeviceStats d = backend.deviceStats().since(before);
+                long steps = Math.max(1, (lane instanceof BatchedBf16Lane b ? b.steps() : 0) - stepsBefore);
                 double perCpu = (double) rounds * c * tokens / (cpuNanos / 1e9);
                 if (c == 1) {
                     one = best;
                     oneCpu = perCpu;
                 }
-                System.out.printf("%7d  %7.1f  %6.2fx        %10.1f           %6.2fx%n", c, best, best / one, perCpu,
-                        perCpu / oneCpu);
+                System.out.printf("%7d  %7.1f  %6.2fx        %10.1f           %6.2fx        %8.2f            %8.1f%n",
+                        c, best, best / one, perCpu, perCpu / oneCpu, (double) d.evaluations() / steps,
+                        (double) d.bytesToJava() / steps);
             }
 
             System.out.println();

@@ -62,7 +62,7 @@ public final class ModelLoader implements SmartLifecycle {
         long t0 = System.nanoTime();
         try {
             BackendSelector.Selection selection = BackendSelector.select(props.backend().type().name(),
-                    props.backend().threads(), props.backend().mlx().library());
+                    props.backend().threads(), props.backend().mlx().library(), props.backend().mlx().options());
             log.info("tqserve: {}", selection.reason());
             ComputeBackend b = selection.backend();
             Model m;
@@ -114,7 +114,8 @@ public final class ModelLoader implements SmartLifecycle {
                         case BATCHED -> {
                             TqserveProperties.Batched c = props.lanes().batched();
                             BatchedBf16Lane l = new BatchedBf16Lane(m, lp.budgetBytes(), c.queueCapacity(),
-                                    c.maxBatch(), c.prefillChunk(), c.prefillsPerStep());
+                                    c.maxBatch(), "mlx".equals(b.name()) ? props.backend().mlx().prefillChunk()
+                                            : c.prefillChunk(), c.prefillsPerStep());
                             l.setObserver(laneObserver);
                             l.setPromptCache(promptCache(m, lp.scheme()));
                             l.start();

@@ -14,6 +14,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 
 /**
  * Checks, before any weight is loaded, that the configuration can be served: the model folder and its
@@ -38,6 +39,7 @@ public final class StartupValidator {
     }
 
     public static Plan validate(TqserveProperties p) {
+        p.backend().mlx().options(); // the MLX limits parse, or startup fails naming the key
         String backend = checkBackend(p.backend());
         Path dir = Path.of(p.model().path());
         if (!Files.isDirectory(dir)) {
@@ -83,6 +85,11 @@ public final class StartupValidator {
                         + plan.budgetBytes() + " bytes) cannot hold even two tokens of " + oneToken
                         + " bytes; raise it");
             }
+        }
+        if ("mlx".equals(backend)) {
+            Optional<Path> lib = BackendSelector.discover(p.backend().mlx().library(), System.getenv(),
+                    BackendSelector.DEFAULT_DIRS).library();
+            lib.ifPresent(l -> MlxMemoryCheck.require(Mlx.open(l), dir, config, p, plans));
         }
         String id = p.model().id().isBlank() ? dir.toAbsolutePath().normalize().getFileName().toString()
                 : p.model().id();

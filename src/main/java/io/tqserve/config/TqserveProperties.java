@@ -1,5 +1,6 @@
 package io.tqserve.config;
 
+import io.tqserve.backend.mlx.MlxOptions;
 import io.tqserve.kv.KvScheme;
 import io.tqserve.routing.RoutingPolicy;
 import jakarta.validation.Valid;
@@ -47,8 +48,39 @@ public record TqserveProperties(@Valid @DefaultValue Model model, @Valid @Defaul
             @Valid @DefaultValue Mlx mlx, @DefaultValue("10s") @NotNull Duration warmup) {
     }
 
-    /** @param library path of libmlxc; empty = MLXC_LIBRARY, /opt/homebrew/lib, /usr/local/lib */
-    public record Mlx(@DefaultValue("") String library) {
+    /**
+     * @param library      path of libmlxc; empty = MLXC_LIBRARY, /opt/homebrew/lib, /usr/local/lib
+     * @param dtype        native (the checkpoint's dtype for weights and activations, loaded once) | float32
+     * @param wiredLimit   bytes MLX keeps wired on Metal: recommended (the device's recommended working set) | 0
+     *                     (none) | a size such as 24GB
+     * @param cacheLimit   most bytes of freed buffers MLX keeps for reuse; empty = MLX's default (its memory limit)
+     * @param prefillChunk prompt tokens one sequence prefills per batched-lane step on MLX (instead of
+     *                     tqserve.lanes.batched.prefill-chunk)
+     */
+    public record Mlx(@DefaultValue("") String library, @DefaultValue("native") @NotNull MlxOptions.Dtype dtype,
+            @DefaultValue("recommended") @NotNull String wiredLimit, @DefaultValue("") String cacheLimit,
+            @DefaultValue("2048") @Min(1) int prefillChunk) {
+
+        /** The backend options; a limit that is not a size fails naming its key. */
+        public MlxOptions options() {
+            long wired = "recommended".equalsIgnoreCase(wiredLimit.trim()) ? MlxOptions.RECOMMENDED
+                    : size(wiredLimit, "tqserve.backend.mlx.wired-limit", "recommended, 0 or a size such as 24GB");
+            long cache = cacheLimit == null || cacheLimit.isBlank() ? MlxOptions.MLX_DEFAULT
+                    : size(cacheLimit, "tqserve.backend.mlx.cache-limit", "empty or a size such as 2GB");
+            return new MlxOptions(dtype, wired, cache);
+        }
+
+        private static long size(String value, String key, String expected) {
+            try {
+                long bytes = DataSize.parse(value.trim()).toBytes();
+                if (bytes < 0) {
+                    throw new IllegalArgumentException("negative");
+                }
+                return bytes;
+            } catch (IllegalArgumentException e) {
+                throw new StartupValidationException(key + "=" + value + " is not " + expected);
+            }
+        }
     }
 
     /** @param scheme the turbo lane's KV scheme: turbo:k&lt;bits&gt;v&lt;bits&gt; | int8 | int4 | bf16 */

@@ -210,6 +210,10 @@ abstract class AbstractLane implements Lane {
             return;
         }
         seq.released = true;
+        if (seq.deviceSampler != null) {
+            seq.deviceSampler.close();
+            seq.deviceSampler = null;
+        }
         KvCache c = seq.cache;
         if (c != null) {
             seq.cache = null;
@@ -258,6 +262,18 @@ abstract class AbstractLane implements Lane {
         try {
             stepHook.beforeSample(seq.request, seq.generated);
             return seq.onLogits(logits, off);
+        } catch (RuntimeException | Error e) {
+            logFailure(seq, e);
+            seq.fail("generation failed: " + describe(e), "server_error");
+            return true;
+        }
+    }
+
+    /** As {@link #step(Sequence, float[], int)} for a token the device sampled. */
+    protected boolean step(Sequence seq, io.tqserve.backend.DeviceSample sample) {
+        try {
+            stepHook.beforeSample(seq.request, seq.generated);
+            return seq.onSample(sample);
         } catch (RuntimeException | Error e) {
             logFailure(seq, e);
             seq.fail("generation failed: " + describe(e), "server_error");

@@ -1,5 +1,7 @@
 package io.tqserve.engine;
 
+import io.tqserve.backend.DeviceSample;
+import io.tqserve.backend.PendingStep;
 import io.tqserve.kv.KvScheme;
 import io.tqserve.model.ForwardState;
 import io.tqserve.model.Model;
@@ -24,6 +26,9 @@ public final class BatchedBf16Lane extends AbstractLane {
     private final List<Sequence> active = new ArrayList<>();
     private volatile int maxSequencesInOneStep;
     private volatile long steps;
+    private volatile long overlappedSteps;
+    private boolean idleNotified = true; // lane thread only; nothing to release before the first step
+    private InFlight inFlight;           // lane thread only: the device step queued last, not yet read
 
     /**
      * @param maxBatch        most sequences running at once
@@ -56,6 +61,11 @@ public final class BatchedBf16Lane extends AbstractLane {
         return maxSequencesInOneStep;
     }
 
+    /** Device steps queued while the previous step was still unread (pipelined decode, MLX). */
+    public long overlappedSteps() {
+        return overlappedSteps;
+    }
+
     /** Steps run so far. */
     public long steps() {
         return steps;
@@ -79,13 +89,40 @@ public final class BatchedBf16Lane extends AbstractLane {
             return false;
         });
         if (active.isEmpty()) {
+            dropInFlight();
             kvBytesInUse.set(0);
+            idle();
             return;
+        }
+        idleNotified = false;
+        Transformer t = model.transformer();
+        boolean pipeline = t.hasDevice() && active.stream().allMatch(s -> s.cache == null || t.runsOnDevice(s.cache));
+        if (!pipeline && inFlight != null) {
+            InFlight f = inFlight;
+            inFlight = null;
+            consumeInFlight(f);
+        }
+        java.util.Map<Sequence, Integer> flying = new java.util.IdentityHashMap<>();
+        if (inFlight != null) {
+            for (int i = 0; i < inFlight.owners().size(); i++) {
+                flying.put(inFlight.owners().get(i), i);
+            }
         }
         List<Transformer.Chunk> chunks = new ArrayList<>(active.size());
         List<Sequence> owners = new ArrayList<>(active.size());
         int prefilling = 0;
         for (Sequence s : active) {
+            Integer fi = flying.get(s);
+            if (fi != null) {
+                // in the queued step: a decode step continues from the token it samples, still on the device,
+                // unless that token ends the sequence (max_tokens, cache full); a prefill chunk waits for its result
+                if (!s.done() && inFlight.chunks().get(fi).sampler() != null
+                        && s.generated + 1 < s.request.params().maxTokens() && s.cache.length() < s.cache.maxTokens()) {
+                    chunks.add(Transformer.Chunk.sampled(s.cache, inFlight.step().token(fi), s.deviceSampler));
+                    owners.add(s);
+                }
+                continue;
+            }
             if (s.readyLogits != null) {
                 // the whole prompt came from the prompt cache: sample its first token now, decode from the next step
                 float[] ready = s.readyLogits;
@@ -105,15 +142,21 @@ public final class BatchedBf16Lane extends AbstractLane {
                 prefilling++;
                 int n = Math.min(prefillChunk, s.prompt.length - s.prefilled);
                 chunks.add(new Transformer.Chunk(s.cache, s.prompt, s.prefilled, n, false));
+            } else if (s.deviceSampler != null) {
+                chunks.add(Transformer.Chunk.sampled(s.cache, s.lastToken, s.deviceSampler));
             } else {
                 chunks.add(Transformer.Chunk.of(s.cache, new int[] {s.lastToken}));
             }
             owners.add(s);
         }
-        if (!chunks.isEmpty()) {
+        if (pipeline) {
+            pipelinedStep(chunks, owners);
+        } else if (!chunks.isEmpty()) {
             runStep(chunks, owners);
         }
-        steps++;
+        if (!chunks.isEmpty()) {
+            steps++;
+        }
         if (owners.size() > maxSequencesInOneStep) {
             maxSequencesInOneStep = owners.size();
         }
@@ -128,6 +171,121 @@ public final class BatchedBf16Lane extends AbstractLane {
             }
         }
         updateKvBytes(active);
+        if (active.isEmpty() && queue.isEmpty()) {
+            dropInFlight();
+            idle();
+        }
+    }
+
+    /** A queued device step: its chunks and their sequences, in order. */
+    private record InFlight(PendingStep step, List<Transformer.Chunk> chunks, List<Sequence> owners) {
+    }
+
+    /**
+     * The device path, pipelined as mlx-lm's generate_step: this step is queued (fed, for sequences in the step
+     * queued last time, the tokens that step samples on the device) before the last step's tokens are read and
+     * handed to the sequences, so the device computes step n+1 while Java emits step n. A sequence the last step's
+     * token ends (end of sequence, a stop string) has one extra token computed and dropped with its cache.
+     */
+    private void pipelinedStep(List<Transformer.Chunk> chunks, List<Sequence> owners) {
+        InFlight last = inFlight;
+        inFlight = null;
+        if (!chunks.isEmpty()) {
+            try {
+                PendingStep next = model.transformer().submit(chunks);
+                inFlight = new InFlight(next, chunks, owners);
+                if (last != null) {
+                    overlappedSteps++;
+                }
+                for (int i = 0; i < chunks.size(); i++) {
+                    if (chunks.get(i).sampler() != null) {
+                        owners.get(i).aheadInCache++;
+                    }
+                }
+            } catch (RuntimeException | Error e) {
+                for (Sequence s : owners) {
+                    s.cache.truncate(s.cache.length()); // drop what the failed graph stored
+                }
+                if (last != null) {
+                    consumeInFlight(last); // Java now holds every token the step was fed
+                    last = null;
+                }
+                runStep(rebuild(owners), liveOf(owners)); // one pass, then one by one: only a failing sequence fails
+            }
+        }
+        if (last != null) {
+            consumeInFlight(last);
+        }
+    }
+
+    private static List<Sequence> liveOf(List<Sequence> owners) {
+        return owners.stream().filter(s -> !s.done() && !s.cancelled()).toList();
+    }
+
+    /** The chunks of {@link #liveOf} these sequences, fed from Java (for the synchronous retry). */
+    private List<Transformer.Chunk> rebuild(List<Sequence> owners) {
+        List<Transformer.Chunk> out = new ArrayList<>();
+        for (Sequence s : liveOf(owners)) {
+            if (s.inPrefill()) {
+                out.add(new Transformer.Chunk(s.cache, s.prompt, s.prefilled,
+                        Math.min(prefillChunk, s.prompt.length - s.prefilled), false));
+            } else if (s.deviceSampler != null) {
+                out.add(Transformer.Chunk.sampled(s.cache, s.lastToken, s.deviceSampler));
+            } else {
+                out.add(Transformer.Chunk.of(s.cache, new int[] {s.lastToken}));
+            }
+        }
+        return out;
+    }
+
+    /** Reads a queued step and hands its results to its sequences (those still running). */
+    private void consumeInFlight(InFlight f) {
+        int n = f.chunks().size();
+        DeviceSample[] samples = new DeviceSample[n];
+        float[] logits;
+        try {
+            logits = f.step().read(samples);
+        } catch (RuntimeException | Error e) {
+            for (Sequence s : f.owners()) {
+                if (!s.done()) {
+                    logFailure(s, e);
+                    s.fail("generation failed: " + describe(e), "server_error");
+                }
+            }
+            return;
+        }
+        int vocab = model.config().vocabSize();
+        for (int i = 0; i < n; i++) {
+            Sequence s = f.owners().get(i);
+            if (samples[i] != null) {
+                s.aheadInCache--;
+            }
+            if (s.done() || s.released) {
+                continue;
+            }
+            consume(s, f.chunks().get(i), logits, i * vocab, samples[i]);
+        }
+    }
+
+    /** Ends a queued step without reading it (its sequences are gone). */
+    private void dropInFlight() {
+        if (inFlight != null) {
+            inFlight.step().close();
+            inFlight = null;
+        }
+    }
+
+    /** Nothing runs: a device backend gives its cached buffers back (once per idle period). */
+    private void idle() {
+        if (idleNotified) {
+            return;
+        }
+        idleNotified = true;
+        try {
+            model.transformer().backend().onIdle();
+        } catch (RuntimeException e) {
+            System.getLogger(getClass().getName()).log(System.Logger.Level.WARNING, "releasing device buffers failed", e);
+        }
     }
 
     private void admit() {
@@ -148,6 +306,9 @@ public final class BatchedBf16Lane extends AbstractLane {
             queue.pollFirst();
             try {
                 activate(s);
+                if (model.transformer().runsOnDevice(s.cache)) {
+                    s.deviceSampler = model.transformer().deviceSampler(s.deviceSamplingSpec()).orElse(null);
+                }
                 active.add(s);
             } catch (RuntimeException | OutOfMemoryError e) { // an allocation failure fails this sequence only
                 logFailure(s, e);
@@ -171,7 +332,7 @@ public final class BatchedBf16Lane extends AbstractLane {
                 Sequence s = owners.get(i);
                 try {
                     float[] one = t.forward(state, List.of(chunks.get(i)));
-                    consume(s, chunks.get(i), one, 0);
+                    consume(s, chunks.get(i), one, 0, state.sample(0));
                 } catch (RuntimeException | Error single) {
                     logFailure(s, single);
                     s.cache.truncate(s.cache.length());
@@ -181,9 +342,13 @@ public final class BatchedBf16Lane extends AbstractLane {
             return;
         }
         int vocab = model.config().vocabSize();
-        presample(chunks, owners, logits, vocab);
+        DeviceSample[] sampled = new DeviceSample[chunks.size()];
         for (int i = 0; i < chunks.size(); i++) {
-            consume(owners.get(i), chunks.get(i), logits, i * vocab);
+            sampled[i] = state.sample(i);
+        }
+        presample(chunks, owners, logits, vocab, sampled);
+        for (int i = 0; i < chunks.size(); i++) {
+            consume(owners.get(i), chunks.get(i), logits, i * vocab, sampled[i]);
         }
     }
 
@@ -193,13 +358,14 @@ public final class BatchedBf16Lane extends AbstractLane {
      * and on the lane thread alone it would leave the kernel threads idle. {@link #consume} then hands the tokens out
      * in order on this thread; each sequence's tokens do not depend on where it sampled, its sampler being its own.
      */
-    private void presample(List<Transformer.Chunk> chunks, List<Sequence> owners, float[] logits, int vocab) {
+    private void presample(List<Transformer.Chunk> chunks, List<Sequence> owners, float[] logits, int vocab,
+            DeviceSample[] sampled) {
         int[] sampling = new int[chunks.size()];
         int n = 0;
         for (int i = 0; i < chunks.size(); i++) {
             Sequence s = owners.get(i);
             int prefilledAfter = s.inPrefill() ? s.prefilled + chunks.get(i).count() : s.prompt.length;
-            if (!s.cancelled() && prefilledAfter >= s.prompt.length) {
+            if (!s.cancelled() && prefilledAfter >= s.prompt.length && sampled[i] == null) {
                 sampling[n++] = i;
             }
         }
@@ -209,7 +375,13 @@ public final class BatchedBf16Lane extends AbstractLane {
         model.transformer().backend().parallelFor(n, j -> owners.get(sampling[j]).presample(logits, sampling[j] * vocab));
     }
 
-    private void consume(Sequence s, Transformer.Chunk chunk, float[] logits, int off) {
+    private void consume(Sequence s, Transformer.Chunk chunk, float[] logits, int off, DeviceSample sampled) {
+        if (sampled != null) {
+            if (!s.cancelled()) {
+                step(s, sampled);
+            }
+            return;
+        }
         if (s.inPrefill()) {
             s.prefilled += chunk.count();
             if (s.inPrefill()) {
@@ -226,6 +398,7 @@ public final class BatchedBf16Lane extends AbstractLane {
 
     @Override
     protected void drainOnClose() {
+        dropInFlight();
         for (Sequence s : active) {
             s.fail("the server is shutting down", "server_shutdown");
             release(s);

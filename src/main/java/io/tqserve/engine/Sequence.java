@@ -28,11 +28,13 @@ final class Sequence {
     private final Tokenizer tokenizer;
     private final int contextLimit;
     KvCache cache;
+    io.tqserve.backend.DeviceSampler deviceSampler; // samples decode steps on the device (MLX), else null
     int prefilled;          // prompt tokens already in the cache
     private int presampled = -1;          // a token sampled ahead by presample, or -1
     private Throwable presampleFailure;   // what presample threw, rethrown by onLogits
     int generated;          // tokens sampled so far
     int lastToken = -1;     // token to feed at the next decode step
+    int aheadInCache;       // tokens a queued device step stored in the cache that this sequence has not consumed yet
     int cachedTokens;       // prompt tokens restored from the prompt cache
     float[] readyLogits;    // next-token logits restored with a whole cached prompt (nothing left to prefill)
     long accountedKvBytes;  // this cache's bytes counted in the lane's kvBytesUsed
@@ -108,6 +110,40 @@ final class Sequence {
         if (token < 0) {
             token = sampler.sample(logits, off);
         }
+        float logprob = Float.NaN;
+        List<GenerationEvent.TopLogprob> top = List.of();
+        if (p.topLogprobs() >= 0) {
+            double lse = logSumExp(logits, off, sampler.vocab());
+            logprob = (float) (logits[off + token] - lse);
+            top = topLogprobs(logits, off, p.topLogprobs(), lse);
+        }
+        return onToken(token, logprob, top);
+    }
+
+    /** A decode step's token sampled on the device (with the logprobs asked for); as {@link #onLogits}. */
+    boolean onSample(io.tqserve.backend.DeviceSample sample) {
+        List<GenerationEvent.TopLogprob> top = List.of();
+        if (request.params().topLogprobs() >= 0) {
+            top = new ArrayList<>(sample.topIds().length);
+            for (int i = 0; i < sample.topIds().length; i++) {
+                int id = sample.topIds()[i];
+                top.add(new GenerationEvent.TopLogprob(id, tokenizer.decode(new int[] {id}), sample.topLogprobs()[i]));
+            }
+        }
+        return onToken(sample.token(), sample.logprob(), top);
+    }
+
+    /** A device sampler's parameters: this request's, with its seed or a random one. */
+    io.tqserve.backend.SamplingSpec deviceSamplingSpec() {
+        SamplingParams p = request.params();
+        long seed = p.seed() != null ? p.seed() : new java.util.SplittableRandom().nextLong();
+        return new io.tqserve.backend.SamplingSpec(p.temperature(), p.topK(), p.topP(), p.minP(), seed,
+                p.repetitionPenalty(), p.presencePenalty(), p.frequencyPenalty(), p.logitBias(), p.topLogprobs(),
+                prompt);
+    }
+
+    private boolean onToken(int token, float logprob, List<GenerationEvent.TopLogprob> top) {
+        SamplingParams p = request.params();
         sampler.accept(token);
         generated++;
         lastToken = token;
@@ -116,19 +152,12 @@ final class Sequence {
             return true;
         }
         String text = stops.feed(detokenizer.next(token));
-        float logprob = Float.NaN;
-        List<GenerationEvent.TopLogprob> top = List.of();
-        if (p.topLogprobs() >= 0) {
-            double lse = logSumExp(logits, off, sampler.vocab());
-            logprob = (float) (logits[off + token] - lse);
-            top = topLogprobs(logits, off, p.topLogprobs(), lse);
-        }
         emit(new GenerationEvent.Token(token, text, logprob, top));
         if (stops.stopped()) {
             finish(FinishReason.STOP, "");
             return true;
         }
-        if (generated >= p.maxTokens() || cache.length() + 1 > contextLimit) {
+        if (generated >= p.maxTokens() || cache.length() - aheadInCache + 1 > contextLimit) {
             finish(FinishReason.LENGTH, stops.feed(detokenizer.flush()) + stops.flush());
             return true;
         }

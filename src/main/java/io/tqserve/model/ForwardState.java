@@ -19,6 +19,7 @@ public final class ForwardState {
     float[] normed; // (L, dim) final-normed rows that need logits
     float[] logits; // (L, vocabSize)
     int logitRowsCapacity;
+    io.tqserve.backend.DeviceSample[] samples = new io.tqserve.backend.DeviceSample[0]; // per chunk, device-sampled
 
     public ForwardState(ModelConfig c) {
         this.c = c;
@@ -42,6 +43,20 @@ public final class ForwardState {
             normed = new float[logitRows * c.dim()];
             logits = new float[logitRows * c.vocabSize()];
         }
+    }
+
+    void ensureSamples(int chunks) {
+        if (samples.length < chunks) {
+            samples = new io.tqserve.backend.DeviceSample[chunks];
+        }
+    }
+
+    /**
+     * The token the device sampled for chunk {@code i} of the last pass, or null when that chunk's logits are in
+     * {@link #logits()} (no sampler, or the pass ran in Java).
+     */
+    public io.tqserve.backend.DeviceSample sample(int i) {
+        return i < samples.length ? samples[i] : null;
     }
 
     /** Logits of the last forward pass: (logitRows, vocabSize), in chunk order. */

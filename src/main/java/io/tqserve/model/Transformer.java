@@ -2,13 +2,23 @@ package io.tqserve.model;
 
 import io.tqserve.backend.ComputeBackend;
 import io.tqserve.backend.DecoderSpec;
+import io.tqserve.backend.DeviceChunk;
 import io.tqserve.backend.DeviceDecoder;
+import io.tqserve.backend.DeviceSample;
+import io.tqserve.backend.DeviceSampler;
+import io.tqserve.backend.DeviceToken;
+import io.tqserve.backend.PendingStep;
+import io.tqserve.backend.Matrix;
+import io.tqserve.backend.SamplingSpec;
 import io.tqserve.backend.Kernels;
 import io.tqserve.kv.AttentionShape;
 import io.tqserve.kv.DeviceBf16KvCache;
 import io.tqserve.kv.KvCache;
 import java.nio.file.Path;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 
 /**
  * The Llama-family decoder forward pass (Llama, Mistral, Qwen2 with q/k/v biases, Qwen3 with q/k norms).
@@ -16,9 +26,10 @@ import java.util.List;
  * matrix of rows: every weight matrix is read once per call for all rows (prefill of a whole prompt, or one
  * decode step of many sequences). Attention runs per chunk against that chunk's cache.
  *
- * <p>On a backend with a device decoder (MLX), chunks whose caches live on the device run the whole forward
- * there instead, one chunk at a time; other caches (e.g. TurboQuant, held in Java memory) take the Java path,
- * whose matmuls still go to the backend.
+ * <p>On a backend with a device decoder (MLX), a batch whose caches all live on the device runs the whole forward
+ * there instead, as one device graph (decode chunks made with {@link Chunk#sampled} are sampled in it, and
+ * {@link #submit} queues such a step without waiting for it); other caches (e.g. TurboQuant, held in Java memory)
+ * take the Java path, whose matmuls still go to the backend.
  */
 public final class Transformer implements AutoCloseable {
 
@@ -29,15 +40,39 @@ public final class Transformer implements AutoCloseable {
      * @param tokens    token ids, the chunk is {@code tokens[from .. from+count)}
      * @param allLogits logits for every row (teacher forcing, NLL) instead of the last row only
      */
-    public record Chunk(KvCache cache, int[] tokens, int from, int count, boolean allLogits) {
+    public record Chunk(KvCache cache, int[] tokens, int from, int count, boolean allLogits, DeviceSampler sampler,
+            DeviceToken input) {
         public Chunk {
+            if (input != null && (count != 1 || sampler == null)) {
+                throw new IllegalArgumentException("a chunk fed a device token is a decode step sampled on the device");
+            }
             if (count < 1 || from < 0 || from + count > tokens.length) {
                 throw new IllegalArgumentException("empty or out-of-range chunk");
             }
+            if (sampler != null && (allLogits || count != 1)) {
+                throw new IllegalArgumentException("a chunk sampled on the device is one decode token");
+            }
+        }
+
+        public Chunk(KvCache cache, int[] tokens, int from, int count, boolean allLogits) {
+            this(cache, tokens, from, count, allLogits, null, null);
         }
 
         public static Chunk of(KvCache cache, int[] tokens) {
             return new Chunk(cache, tokens, 0, tokens.length, false);
+        }
+
+        /**
+         * A decode step of {@code token} whose next token is sampled by {@code sampler} on the device when the pass
+         * runs there (see {@link Transformer#deviceSample}); else its logits are computed as for any chunk.
+         */
+        public static Chunk sampled(KvCache cache, int token, DeviceSampler sampler) {
+            return new Chunk(cache, new int[] {token}, 0, 1, false, sampler, null);
+        }
+
+        /** A decode step fed the token an earlier, not yet read, device step sampled ({@link #submit}). */
+        public static Chunk sampled(KvCache cache, DeviceToken input, DeviceSampler sampler) {
+            return new Chunk(cache, new int[] {0}, 0, 1, false, sampler, input);
         }
 
         int logitRows() {
@@ -82,10 +117,40 @@ public final class Transformer implements AutoCloseable {
 
     private DecoderSpec decoderSpec(List<Path> weightFiles) {
         ModelWeights.Layer first = w.layers().get(0);
+        Map<String, Matrix> named = new HashMap<>();
+        named.put("model.embed_tokens.weight", w.embedding());
+        if (w.lmHead() != w.embedding()) {
+            named.put("lm_head.weight", w.lmHead());
+        }
+        for (int l = 0; l < w.layers().size(); l++) {
+            ModelWeights.Layer lw = w.layers().get(l);
+            String p = "model.layers." + l + ".";
+            named.put(p + "self_attn.q_proj.weight", lw.wq());
+            named.put(p + "self_attn.k_proj.weight", lw.wk());
+            named.put(p + "self_attn.v_proj.weight", lw.wv());
+            named.put(p + "self_attn.o_proj.weight", lw.wo());
+            named.put(p + "mlp.gate_proj.weight", lw.wGate());
+            named.put(p + "mlp.up_proj.weight", lw.wUp());
+            named.put(p + "mlp.down_proj.weight", lw.wDown());
+        }
         return new DecoderSpec(c.dim(), c.hiddenDim(), c.numLayers(), c.numHeads(), c.numKvHeads(), c.headDim(),
                 c.vocabSize(), c.maxPositions(), c.rmsNormEps(),
                 c.ropeScaling().inverseFrequencies(c.ropeTheta(), c.headDim()), first.bq() != null,
-                first.qNorm() != null, w.lmHead() == w.embedding(), weightFiles);
+                first.qNorm() != null, w.lmHead() == w.embedding(), weightFiles, named);
+    }
+
+    /**
+     * A sampler whose state lives on the device decoder, or empty when the forward runs in Java (the CPU backend).
+     * Chunks made with {@link Chunk#sampled} then have their next token sampled in the pass, and only the token
+     * (and requested logprobs) reaches Java: {@link ForwardState#sample}.
+     */
+    public Optional<DeviceSampler> deviceSampler(SamplingSpec spec) {
+        return device == null ? Optional.empty() : Optional.of(device.newSampler(spec));
+    }
+
+    /** Whether a pass over these caches runs on the device decoder (else the Java forward). */
+    public boolean runsOnDevice(KvCache cache) {
+        return device != null && cache instanceof DeviceBf16KvCache;
     }
 
     /** The device decoder's description, or null when the forward runs in Java. */
@@ -138,9 +203,17 @@ public final class Transformer implements AutoCloseable {
             logitRows += ch.logitRows();
         }
         state.ensure(n, logitRows);
-        if (device != null && chunks.stream().allMatch(ch -> ch.cache() instanceof DeviceBf16KvCache)) {
-            return forwardOnDevice(state, chunks);
+        state.ensureSamples(chunks.size());
+        try (ComputeBackend.DeviceLock held = backend.lockDevice()) { // once per pass: the lanes share the device
+            if (device != null && chunks.stream().allMatch(ch -> ch.cache() instanceof DeviceBf16KvCache)) {
+                return forwardOnDevice(state, chunks);
+            }
+            return forwardJava(state, chunks, n, logitRows);
         }
+    }
+
+    private float[] forwardJava(ForwardState state, List<Chunk> chunks, int n, int logitRows) {
+        java.util.Arrays.fill(state.samples, 0, chunks.size(), null); // sampled chunks get their logits in Java
         int dim = c.dim();
         embed(state, chunks);
         for (int layer = 0; layer < c.numLayers(); layer++) {
@@ -194,21 +267,66 @@ public final class Transformer implements AutoCloseable {
         return state.logits;
     }
 
-    /** Each chunk through the device decoder; logits in chunk order, as the Java path lays them out. */
+    /**
+     * All chunks as one device graph, evaluated once; logits in chunk order, as the Java path lays them out, except
+     * for chunks sampled on the device, whose tokens land in {@link ForwardState#sample}.
+     */
     private float[] forwardOnDevice(ForwardState state, List<Chunk> chunks) {
-        int out = 0;
+        List<DeviceChunk> dc = new java.util.ArrayList<>(chunks.size());
         for (Chunk ch : chunks) {
             for (int i = 0; i < ch.count(); i++) {
                 checkToken(ch.tokens()[ch.from() + i]);
             }
-            device.forward(((DeviceBf16KvCache) ch.cache()).device(), ch.tokens(), ch.from(), ch.count(),
-                    ch.allLogits(), state.logits, out * c.vocabSize());
-            out += ch.logitRows();
+            dc.add(deviceChunk(ch));
         }
+        device.forward(dc, state.logits, 0, state.samples);
         for (Chunk ch : chunks) {
             ch.cache().advance(ch.count());
         }
         return state.logits;
+    }
+
+    private DeviceChunk deviceChunk(Chunk ch) {
+        return new DeviceChunk(((DeviceBf16KvCache) ch.cache()).device(), ch.tokens(), ch.from(), ch.count(),
+                ch.allLogits(), ch.sampler(), ch.input());
+    }
+
+    /**
+     * Queues the chunks as one device step and returns without waiting for it (the chunks' tokens are committed to
+     * their caches at once, so the next step can be queued before this one is read); every cache must be a device
+     * cache ({@link #runsOnDevice}). The caller reads the step ({@link PendingStep#read}: the logits of chunks
+     * without a sampler, in chunk order, and the sampled tokens) or closes it.
+     */
+    public PendingStep submit(List<Chunk> chunks) {
+        if (device == null || !chunks.stream().allMatch(ch -> ch.cache() instanceof DeviceBf16KvCache)) {
+            throw new IllegalStateException("only steps whose caches all live on the device can be queued");
+        }
+        List<DeviceChunk> dc = new java.util.ArrayList<>(chunks.size());
+        for (Chunk ch : chunks) {
+            if (ch.cache().length() + ch.count() > c.maxPositions()) {
+                throw new IllegalArgumentException("sequence of " + (ch.cache().length() + ch.count())
+                        + " tokens exceeds the model context of " + c.maxPositions());
+            }
+            if (ch.input() == null) {
+                for (int i = 0; i < ch.count(); i++) {
+                    checkToken(ch.tokens()[ch.from() + i]);
+                }
+            }
+            dc.add(deviceChunk(ch));
+        }
+        PendingStep step;
+        try (ComputeBackend.DeviceLock held = backend.lockDevice()) {
+            step = device.submit(dc);
+        }
+        for (Chunk ch : chunks) {
+            ch.cache().advance(ch.count());
+        }
+        return step;
+    }
+
+    /** Whether this transformer has a device decoder (then {@link #submit} can queue steps on it). */
+    public boolean hasDevice() {
+        return device != null;
     }
 
     private void checkToken(int token) {

@@ -38,6 +38,31 @@ class BackendStartupTest {
 
     @Test
     @Tag("mlx")
+    void aBatchedKvBudgetThatDoesNotFitNextToTheWeightsFailsStartupNamingTheSetting() {
+        Path lib = MlxTestLibrary.open().libraryFile();
+        runner.withPropertyValues("tqserve.backend.type=mlx", "tqserve.backend.mlx.library=" + lib,
+                "tqserve.lanes.batched.kv-budget=4096TB").run(ctx -> {
+                    assertThat(ctx).hasFailed();
+                    assertThat(StartupValidationTest.rootCause(ctx.getStartupFailure()))
+                            .isInstanceOf(StartupValidationException.class)
+                            .hasMessageContaining("need")
+                            .hasMessageContaining("of MLX device memory")
+                            .hasMessageContaining("lower tqserve.lanes.batched.kv-budget");
+                });
+    }
+
+    @Test
+    void anMlxLimitThatIsNotASizeFailsStartupNamingTheKey() {
+        runner.withPropertyValues("tqserve.backend.mlx.wired-limit=lots").run(ctx -> {
+            assertThat(ctx).hasFailed();
+            assertThat(StartupValidationTest.rootCause(ctx.getStartupFailure()))
+                    .isInstanceOf(StartupValidationException.class)
+                    .hasMessage("tqserve.backend.mlx.wired-limit=lots is not recommended, 0 or a size such as 24GB");
+        });
+    }
+
+    @Test
+    @Tag("mlx")
     void mlxWithALibraryServesFromTheMlxDevice() {
         Path lib = MlxTestLibrary.open().libraryFile();
         runner.withPropertyValues("tqserve.backend.type=mlx", "tqserve.backend.mlx.library=" + lib,

@@ -44,7 +44,7 @@ class MlxKvCacheTest {
         Path dir = Path.of("models/tiny-llama-h128");
         ModelConfig c = ModelConfig.load(dir);
         cpu = CpuBackend.create(2);
-        mlx = new MlxBackend(runtime, CpuBackend.create(1), MlxBackend.Precision.FLOAT32);
+        mlx = new MlxBackend(runtime, CpuBackend.create(1), io.tqserve.backend.mlx.MlxOptions.DEFAULTS.withDtype(io.tqserve.backend.mlx.MlxOptions.Dtype.FLOAT32));
         st = Safetensors.open(dir);
         onCpu = new Transformer(c, ModelWeights.load(st, c), cpu);
         onDevice = new Transformer(c, ModelWeights.load(st, c), mlx,

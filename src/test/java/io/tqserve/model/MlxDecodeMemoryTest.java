@@ -24,7 +24,7 @@ class MlxDecodeMemoryTest {
         Mlx runtime = MlxTestLibrary.open();
         Path dir = Path.of("models/tiny-llama-h128");
         ModelConfig c = ModelConfig.load(dir);
-        try (MlxBackend mlx = new MlxBackend(runtime, CpuBackend.create(1), MlxBackend.Precision.FLOAT32);
+        try (MlxBackend mlx = new MlxBackend(runtime, CpuBackend.create(1), io.tqserve.backend.mlx.MlxOptions.DEFAULTS.withDtype(io.tqserve.backend.mlx.MlxOptions.Dtype.FLOAT32));
                 Safetensors st = Safetensors.open(dir);
                 Transformer t = new Transformer(c, ModelWeights.load(st, c), mlx,
                         st.headers().keySet().stream().map(dir::resolve).toList())) {

@@ -39,7 +39,7 @@ class MlxForwardParityTest {
         var runtime = MlxTestLibrary.open();
         if (mlx == null) {
             cpu = CpuBackend.create(2);
-            mlx = new MlxBackend(runtime, CpuBackend.create(2), MlxBackend.Precision.FLOAT32);
+            mlx = new MlxBackend(runtime, CpuBackend.create(2), io.tqserve.backend.mlx.MlxOptions.DEFAULTS.withDtype(io.tqserve.backend.mlx.MlxOptions.Dtype.FLOAT32));
         }
     }
 
@@ -57,14 +57,22 @@ class MlxForwardParityTest {
 
     /** A transformer whose forward runs on the MLX device (weights loaded by MLX from the files). */
     static Transformer onDevice(Path dir, ModelConfig c, Safetensors st) {
+        return onDevice(dir, c, st, mlx);
+    }
+
+    static Transformer onDevice(Path dir, ModelConfig c, Safetensors st, MlxBackend on) {
         List<Path> files = st.headers().keySet().stream().map(dir::resolve).toList();
-        Transformer t = new Transformer(c, ModelWeights.load(st, c), mlx, files);
+        Transformer t = new Transformer(c, ModelWeights.load(st, c), on, files);
         assertNotNull(t.deviceDescription(), "the MLX backend offers a device decoder");
         return t;
     }
 
     static KvCache deviceCache(Transformer t) {
-        KvCache cache = KvCacheFactory.create(KvScheme.BF16, t.attentionShape(), mlx, t.config().maxPositions());
+        return deviceCache(t, mlx);
+    }
+
+    static KvCache deviceCache(Transformer t, MlxBackend on) {
+        KvCache cache = KvCacheFactory.create(KvScheme.BF16, t.attentionShape(), on, t.config().maxPositions());
         assertInstanceOf(DeviceBf16KvCache.class, cache);
         return cache;
     }
@@ -115,11 +123,16 @@ class MlxForwardParityTest {
 
     @Test
     void javaForwardOnTheMlxBackendMatchesTheCpuBackend() throws Exception {
-        // No weight files: the Java forward, with MLX matmuls and attention over the MLX KV cache.
+        // The Java forward (a transformer without weight files) over the same weights a device decoder loaded: its
+        // matmuls run on MLX against the decoder's arrays (no second copy), attention over the MLX KV cache.
         Path dir = Path.of(TINY);
         ModelConfig c = ModelConfig.load(dir);
         try (Safetensors st = Safetensors.open(dir)) {
-            Transformer hybrid = new Transformer(c, ModelWeights.load(st, c), mlx);
+            ModelWeights shared = ModelWeights.load(st, c);
+            List<Path> files = st.headers().keySet().stream().map(dir::resolve).toList();
+            Transformer device = new Transformer(c, shared, mlx, files);
+            Transformer hybrid = new Transformer(c, shared, mlx);
+            long evals = mlx.mlx().evaluations();
             Transformer java = new Transformer(c, ModelWeights.load(st, c), cpu);
             ReferenceOutputs.Prompt p = ReferenceOutputs.load(dir).prompts().get(0);
             try (KvCache a = deviceCache(hybrid); KvCache b = new Bf16KvCache(java.attentionShape(), cpu, c.maxPositions())) {
@@ -130,6 +143,9 @@ class MlxForwardParityTest {
                 assertEquals(p.greedy32()[1], next);
                 assertEquals(next, nextMlx);
                 assertEquals(b.length(), a.length());
+                assertTrue(mlx.mlx().evaluations() - evals > 2L * 7 * c.numLayers(), "the matmuls ran on MLX");
+            } finally {
+                device.close();
             }
         }
     }

@@ -4,6 +4,7 @@ import io.tqserve.backend.ComputeBackend;
 import io.tqserve.backend.DecoderSpec;
 import io.tqserve.backend.DeviceDecoder;
 import io.tqserve.backend.DeviceKv;
+import io.tqserve.backend.DeviceStats;
 import io.tqserve.backend.Kernels;
 import io.tqserve.backend.Matrix;
 import io.tqserve.backend.cpu.CpuBackend;
@@ -11,81 +12,91 @@ import io.tqserve.backend.mlx.ffm.Mlx;
 import io.tqserve.backend.mlx.ffm.MlxArray;
 import io.tqserve.backend.mlx.ffm.MlxDtype;
 import io.tqserve.backend.mlx.ffm.MlxScope;
-import io.tqserve.backend.mlx.ffm.MlxStore;
 import java.nio.file.Path;
 import java.util.IdentityHashMap;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.IntConsumer;
 
 /**
  * The MLX backend: MLX-C through {@code java.lang.foreign}, on MLX's default device (the GPU on Apple silicon,
  * the CPU elsewhere). It offers a {@link DeviceDecoder} (the whole Llama-family forward as MLX ops, weights
- * loaded by MLX from the model's safetensors) and device-resident bf16 KV caches; the SPI's per-kernel calls
- * still work (matmul through MLX, the other kernels on a Java CPU backend), so the Java forward runs on it too,
- * e.g. for KV schemes that have no device cache.
+ * loaded once by MLX from the model's safetensors, one graph per batched step, sampling on the device) and
+ * device-resident KV caches in the compute dtype. The SPI's per-kernel calls still work: a matmul against a
+ * weight the decoder holds runs on MLX against that same array (no second copy), the other kernels on a Java CPU
+ * backend, so the Java forward runs on it too, e.g. for KV schemes that have no device cache.
  *
- * <p>All MLX work is serialised by one lock: a forward pass is one graph evaluated at once, and MLX's CPU
- * backend parallelises inside it.
+ * <p>All MLX work is serialised by one fair lock ({@link #lockDevice}), taken once per forward pass.
  */
 public final class MlxBackend implements ComputeBackend {
-    /** {@code -Dtqserve.mlx.precision=float32|native}: compute dtype of the device decoder (default float32). */
-    public static final String PRECISION_PROPERTY = "tqserve.mlx.precision";
-
-    /** Compute dtype of the device forward. */
-    public enum Precision {
-        /** Weights converted to float32 once at load; activations float32 (the tested configuration). */
-        FLOAT32,
-        /** Weights and activations in the checkpoint's dtype (bf16/f16), as mlx-lm runs; half the memory. */
-        NATIVE;
-
-        public static Precision parse(String s) {
-            return switch (s.toLowerCase(Locale.ROOT)) {
-                case "float32", "fp32", "f32" -> FLOAT32;
-                case "native" -> NATIVE;
-                default -> throw new IllegalArgumentException(
-                        PRECISION_PROPERTY + "=" + s + " is not one of float32, native");
-            };
-        }
-    }
+    /** Metal's key for the recommended working set ({@code mlx_device_info_get_size}). */
+    static final String RECOMMENDED_KEY = "max_recommended_working_set_size";
 
     private final Mlx mlx;
     private final CpuBackend cpu;
-    private final Precision precision;
-    final ReentrantLock lock = new ReentrantLock();
-    private final MlxStore matrixStore;
-    private final Map<Matrix, MlxArray> matrices = new IdentityHashMap<>(); // Matrix -> (cols, rows) transposed view
+    private final MlxOptions options;
+    final ReentrantLock lock = new ReentrantLock(true);
+    private final Map<Matrix, MlxArray> deviceWeights = new IdentityHashMap<>(); // Matrix -> (cols, rows) view
+    private final long wiredLimit;
 
-    public MlxBackend(Mlx mlx, CpuBackend cpu, Precision precision) {
+    /** Applies the options' wired and cache limits to MLX (process-wide settings of the runtime). */
+    public MlxBackend(Mlx mlx, CpuBackend cpu, MlxOptions options) {
         this.mlx = mlx;
         this.cpu = cpu;
-        this.precision = precision;
-        this.matrixStore = mlx.newStore();
+        this.options = options;
+        long wired = options.wiredLimit() == MlxOptions.RECOMMENDED
+                ? mlx.deviceInfoSize(RECOMMENDED_KEY).orElse(0L) : options.wiredLimit();
+        if (wired > 0) {
+            mlx.setWiredLimit(wired); // MLX refuses a limit above the system's wired limit, with a message
+        }
+        this.wiredLimit = wired;
+        if (options.cacheLimit() != MlxOptions.MLX_DEFAULT) {
+            mlx.setCacheLimit(options.cacheLimit());
+        }
     }
 
     /**
      * Opens the MLX-C library at {@code library}; Java-side kernels run on a CPU backend of {@code threads}
-     * threads (0 = physical cores). Precision from {@value #PRECISION_PROPERTY}.
+     * threads (0 = physical cores).
      */
-    public static MlxBackend open(Path library, int threads) {
-        Precision p = Precision.parse(System.getProperty(PRECISION_PROPERTY, "float32"));
+    public static MlxBackend open(Path library, int threads, MlxOptions options) {
         Mlx mlx = Mlx.open(library);
-        return new MlxBackend(mlx, CpuBackend.create(threads), p);
+        return new MlxBackend(mlx, CpuBackend.create(threads), options);
     }
 
     public Mlx mlx() {
         return mlx;
     }
 
-    public Precision precision() {
-        return precision;
+    public MlxOptions options() {
+        return options;
     }
 
     /** The compute dtype for weights stored as {@code stored}. */
     MlxDtype computeDtype(MlxDtype stored) {
-        return precision == Precision.FLOAT32 ? MlxDtype.FLOAT32 : stored;
+        return options.dtype() == MlxOptions.Dtype.FLOAT32 ? MlxDtype.FLOAT32 : stored;
+    }
+
+    /**
+     * The memory the device should hold at most: Metal's recommended working set when the device reports one,
+     * else MLX's memory limit (on the CPU device 80 % of the machine's memory).
+     */
+    public static long deviceMemory(Mlx mlx) {
+        OptionalLong recommended = mlx.deviceInfoSize(RECOMMENDED_KEY);
+        return recommended.isPresent() ? recommended.getAsLong() : mlx.memoryLimit();
+    }
+
+    /** Where {@link #deviceMemory} comes from, for messages. */
+    public static String deviceMemorySource(Mlx mlx) {
+        return mlx.deviceInfoSize(RECOMMENDED_KEY).isPresent() ? "the device's recommended working set"
+                : "MLX's memory limit on " + mlx.device();
+    }
+
+    /** The wired limit applied at start (0 = none). */
+    public long wiredLimit() {
+        return wiredLimit;
     }
 
     @Override
@@ -96,7 +107,8 @@ public final class MlxBackend implements ComputeBackend {
     @Override
     public String describe() {
         return "mlx: MLX " + mlx.version() + " on " + mlx.device() + " via " + mlx.libraryFile() + ", "
-                + precision.name().toLowerCase(Locale.ROOT) + " compute; Java kernels " + cpu.describe();
+                + options.dtype().wireName() + " dtype, wired limit " + (wiredLimit >> 20) + " MB; Java kernels "
+                + cpu.describe();
     }
 
     @Override
@@ -114,33 +126,65 @@ public final class MlxBackend implements ComputeBackend {
         cpu.parallelFor(n, body);
     }
 
-    /** out = x · wᵀ on the MLX device; the weight is copied to MLX once, on first use. */
     @Override
-    public void matmul(Matrix w, float[] x, int rows, float[] out) {
+    public DeviceLock lockDevice() {
         lock.lock();
-        try (MlxScope s = mlx.newScope()) {
-            MlxArray wt = matrices.get(w);
-            if (wt == null) {
-                MlxArray m = s.fromSegment(w.data(), dtypeOf(w), w.rows(), w.cols());
-                wt = matrixStore.keep(s.transpose(s.astype(m, MlxDtype.FLOAT32), 1, 0));
-                s.eval(wt);
-                matrices.put(w, wt);
-            }
-            MlxArray y = s.matmul(s.fromFloatsAt(x, 0, rows * w.cols(), rows, w.cols()), wt);
-            s.copyFloats(y, out, 0);
+        return lock::unlock;
+    }
+
+    @Override
+    public void onIdle() {
+        lock.lock();
+        try {
+            mlx.clearCache();
         } finally {
             lock.unlock();
         }
     }
 
-    private static MlxDtype dtypeOf(Matrix w) {
-        return switch (w.dtype()) {
-            case BF16 -> MlxDtype.BFLOAT16;
-            case F16 -> MlxDtype.FLOAT16;
-            case F32 -> MlxDtype.FLOAT32;
-            case U32 -> throw new UnsupportedOperationException(
-                    "quantized weights are not supported on the MLX backend yet: use tqserve.backend.type=cpu");
-        };
+    @Override
+    public DeviceStats deviceStats() {
+        return new DeviceStats(mlx.evaluations(), mlx.bytesToJava(), mlx.activeMemory(), mlx.peakMemory(),
+                mlx.cacheMemory());
+    }
+
+    /** Makes {@link #matmul} against {@code m} use the decoder's device array {@code transposed} (in, out). */
+    void registerWeight(Matrix m, MlxArray transposed) {
+        synchronized (deviceWeights) {
+            deviceWeights.put(m, transposed);
+        }
+    }
+
+    void unregisterWeights(Iterable<Matrix> ms) {
+        synchronized (deviceWeights) {
+            for (Matrix m : ms) {
+                deviceWeights.remove(m);
+            }
+        }
+    }
+
+    /**
+     * out = x · wᵀ: on the MLX device against the decoder's array when the weight is one the device decoder
+     * holds (nothing is copied to the device but x), else with the Java kernels on the mapped weight.
+     */
+    @Override
+    public void matmul(Matrix w, float[] x, int rows, float[] out) {
+        MlxArray wt;
+        synchronized (deviceWeights) {
+            wt = deviceWeights.get(w);
+        }
+        if (wt == null) {
+            cpu.matmul(w, x, rows, out);
+            return;
+        }
+        lock.lock();
+        try (MlxScope s = mlx.newScope()) {
+            MlxArray xa = s.fromFloatsAt(x, 0, rows * w.cols(), rows, w.cols());
+            MlxArray y = s.matmul(xa.dtype() == wt.dtype() ? xa : s.astype(xa, wt.dtype()), wt);
+            s.copyFloats(y, out, 0);
+        } finally {
+            lock.unlock();
+        }
     }
 
     @Override
@@ -157,8 +201,9 @@ public final class MlxBackend implements ComputeBackend {
     public void close() {
         lock.lock();
         try {
-            matrices.clear();
-            matrixStore.close();
+            synchronized (deviceWeights) {
+                deviceWeights.clear();
+            }
             cpu.close();
         } finally {
             lock.unlock();

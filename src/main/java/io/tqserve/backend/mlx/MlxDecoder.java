@@ -1,8 +1,11 @@
 package io.tqserve.backend.mlx;
 
 import io.tqserve.backend.DecoderSpec;
+import io.tqserve.backend.DeviceChunk;
 import io.tqserve.backend.DeviceDecoder;
-import io.tqserve.backend.DeviceKv;
+import io.tqserve.backend.DeviceSample;
+import io.tqserve.backend.DeviceSampler;
+import io.tqserve.backend.SamplingSpec;
 import io.tqserve.backend.mlx.ffm.Mlx;
 import io.tqserve.backend.mlx.ffm.MlxArray;
 import io.tqserve.backend.mlx.ffm.MlxDtype;
@@ -10,18 +13,18 @@ import io.tqserve.backend.mlx.ffm.MlxScope;
 import io.tqserve.backend.mlx.ffm.MlxStore;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 
 /**
- * The Llama-family decoder (Llama, Mistral, Qwen2 q/k/v biases, Qwen3 q/k norms) as MLX ops: one MLX graph per
- * forward call, evaluated once, with the weights loaded by MLX from the model's safetensors files. It mirrors
- * {@code model.Transformer} step for step: RMSNorm → q/k/v projections (+bias) → per-head q/k RMSNorm → RoPE
- * (rotate_half pairing) → attention over the bf16 {@link MlxKvCache} → output projection → residual → RMSNorm →
- * SwiGLU MLP → residual; final RMSNorm and LM head on the rows that need logits.
+ * The Llama-family decoder (Llama, Mistral, Qwen2 q/k/v biases, Qwen3 q/k norms) as MLX ops, with the weights
+ * loaded once by MLX from the model's safetensors files. A forward call takes the chunks of several sequences
+ * and builds one graph, evaluated once: RMSNorm, the q/k/v projections, the output projection and the SwiGLU MLP
+ * run over all rows together (each weight read once per step); per-head q/k RMSNorm, RoPE at each sequence's own
+ * offset and attention against each sequence's {@link MlxKvCache} run per sequence inside the same graph; the
+ * final RMSNorm and LM head run on the rows that need logits, and chunks with a device sampler are sampled in the
+ * graph too, so only their token ids (and requested logprobs) are copied to Java.
  */
 final class MlxDecoder implements DeviceDecoder {
 
@@ -41,10 +44,12 @@ final class MlxDecoder implements DeviceDecoder {
     private final MlxArray finalNorm;  // (dim)
     private final MlxArray ropePeriods; // (headDim/2) float32, 1 / inverse frequency
     private final Layer[] layers;
+    private final List<io.tqserve.backend.Matrix> registered;
     private final float attnScale;
 
     private MlxDecoder(MlxBackend backend, DecoderSpec spec, MlxStore store, MlxDtype dtype, MlxArray embedding,
-            MlxArray lmHead, MlxArray finalNorm, MlxArray ropePeriods, Layer[] layers) {
+            MlxArray lmHead, MlxArray finalNorm, MlxArray ropePeriods, Layer[] layers,
+            List<io.tqserve.backend.Matrix> registered) {
         this.backend = backend;
         this.mlx = backend.mlx();
         this.spec = spec;
@@ -55,33 +60,46 @@ final class MlxDecoder implements DeviceDecoder {
         this.finalNorm = finalNorm;
         this.ropePeriods = ropePeriods;
         this.layers = layers;
+        this.registered = registered;
         this.attnScale = (float) (1.0 / Math.sqrt(spec.headDim()));
     }
 
-    /** Loads and converts the weights (evaluated before returning, so the first forward pays no load). */
+    /** Loads (and, for {@code float32}, converts) the weights, evaluated before returning. */
     static MlxDecoder open(MlxBackend backend, DecoderSpec spec) {
+        if (spec.javaMatrices().values().stream().anyMatch(m -> m.dtype() == io.tqserve.backend.DType.U32)) {
+            throw new UnsupportedOperationException(
+                    "quantized weights are not supported on the MLX backend yet: use tqserve.backend.type=cpu");
+        }
         Mlx mlx = backend.mlx();
         MlxStore store = mlx.newStore();
         backend.lock.lock();
+        MlxWeights ld = null;
         try (MlxScope s = mlx.newScope()) {
             Map<String, MlxArray> all = new HashMap<>();
             for (Path f : spec.weightFiles()) {
                 all.putAll(s.loadSafetensors(f));
             }
-            Loader ld = new Loader(s, store, all, spec);
+            ld = new MlxWeights(backend, s, store, all, spec);
             MlxDtype dtype = backend.computeDtype(ld.raw("model.embed_tokens.weight").dtype());
             ld.dtype = dtype;
             int dim = spec.dim();
             MlxArray embedding = ld.matrix("model.embed_tokens.weight", spec.vocabSize(), dim, false);
-            boolean tied = spec.tiedEmbeddings() || !all.containsKey("lm_head.weight");
-            MlxArray lmHead = tied ? store.keep(s.transpose(embedding, 1, 0))
-                    : ld.matrix("lm_head.weight", spec.vocabSize(), dim, true);
+            boolean tied = spec.tiedEmbeddings() || !ld.has("lm_head.weight");
+            MlxArray lmHead;
+            if (tied) {
+                lmHead = store.keep(s.transpose(embedding, 1, 0));
+                ld.register("model.embed_tokens.weight", lmHead);
+                ld.kept.add(lmHead);
+            } else {
+                lmHead = ld.matrix("lm_head.weight", spec.vocabSize(), dim, true);
+            }
             MlxArray finalNorm = ld.vector("model.norm.weight", dim);
             float[] periods = new float[spec.headDim() / 2];
             for (int i = 0; i < periods.length; i++) {
                 periods[i] = (float) (1.0 / spec.ropeInverseFrequencies()[i]);
             }
             MlxArray rope = store.keep(s.fromFloats(periods, periods.length));
+            ld.kept.add(rope);
             Layer[] layers = new Layer[spec.numLayers()];
             for (int l = 0; l < layers.length; l++) {
                 String p = "model.layers." + l + ".";
@@ -100,11 +118,13 @@ final class MlxDecoder implements DeviceDecoder {
                         ld.matrix(p + "mlp.up_proj.weight", spec.hiddenDim(), dim, true),
                         ld.matrix(p + "mlp.down_proj.weight", dim, spec.hiddenDim(), true));
             }
-            ld.kept.add(lmHead);
-            ld.kept.add(rope);
             s.eval(ld.kept.toArray(MlxArray[]::new));
-            return new MlxDecoder(backend, spec, store, dtype, embedding, lmHead, finalNorm, rope, layers);
+            return new MlxDecoder(backend, spec, store, dtype, embedding, lmHead, finalNorm, rope, layers,
+                    ld.registered);
         } catch (RuntimeException e) {
+            if (ld != null) {
+                backend.unregisterWeights(ld.registered);
+            }
             store.close();
             throw e;
         } finally {
@@ -112,109 +132,136 @@ final class MlxDecoder implements DeviceDecoder {
         }
     }
 
-    /** Looks tensors up by name, checks their shapes, converts them and keeps them in the store. */
-    private static final class Loader {
-        final MlxScope s;
-        final MlxStore store;
-        final Map<String, MlxArray> all;
-        final DecoderSpec spec;
-        final List<MlxArray> kept = new ArrayList<>();
-        MlxDtype dtype;
-
-        Loader(MlxScope s, MlxStore store, Map<String, MlxArray> all, DecoderSpec spec) {
-            this.s = s;
-            this.store = store;
-            this.all = all;
-            this.spec = spec;
-        }
-
-        MlxArray raw(String name) {
-            MlxArray a = all.get(name);
-            if (a == null) {
-                throw new IllegalArgumentException("weights lack tensor '" + name + "' (files " + spec.weightFiles() + ")");
-            }
-            return a;
-        }
-
-        MlxArray matrix(String name, int rows, int cols, boolean transposed) {
-            MlxArray a = checked(name, rows, cols);
-            MlxArray c = a.dtype() == dtype ? a : s.astype(a, dtype);
-            MlxArray k = store.keep(transposed ? s.transpose(c, 1, 0) : c);
-            kept.add(k);
-            return k;
-        }
-
-        MlxArray vector(String name, int n) {
-            MlxArray a = raw(name);
-            if (a.size() != n) {
-                throw new IllegalArgumentException("tensor " + name + " has " + a.size() + " elements, expected " + n);
-            }
-            MlxArray k = store.keep(s.reshape(a.dtype() == dtype ? a : s.astype(a, dtype), n));
-            kept.add(k);
-            return k;
-        }
-
-        private MlxArray checked(String name, int... shape) {
-            MlxArray a = raw(name);
-            if (!Arrays.equals(a.shape(), shape)) {
-                throw new IllegalArgumentException("tensor " + name + " has shape " + Arrays.toString(a.shape())
-                        + ", expected " + Arrays.toString(shape));
-            }
-            return a;
-        }
-    }
-
     @Override
     public String describe() {
-        return "MLX decoder on " + mlx.device() + ", " + dtype.name().toLowerCase(Locale.ROOT) + " weights and activations";
+        return "MLX decoder on " + mlx.device() + ", " + dtype.name().toLowerCase(java.util.Locale.ROOT)
+                + " weights and activations";
     }
 
     @Override
-    public void forward(DeviceKv kv, int[] tokens, int from, int count, boolean allLogits, float[] logits,
-            int logitsOffset) {
-        if (!(kv instanceof MlxKvCache cache) || cache.backend() != backend) {
-            throw new IllegalArgumentException("the MLX decoder needs a KV cache made by the same MLX backend");
+    public DeviceSampler newSampler(SamplingSpec spec) {
+        return new MlxSampler(backend, spec, this.spec.vocabSize());
+    }
+
+    @Override
+    public void forward(List<DeviceChunk> chunks, float[] logits, int logitsOffset, DeviceSample[] samples) {
+        try (MlxPendingStep step = submit(chunks)) {
+            float[] rows = step.read(samples);
+            System.arraycopy(rows, 0, logits, logitsOffset, rows.length);
         }
-        int dim = spec.dim();
-        int numHeads = spec.numHeads();
-        int numKvHeads = spec.numKvHeads();
-        int headDim = spec.headDim();
-        float eps = spec.rmsNormEps();
-        int pos = cache.length();
-        backend.lock.lock();
-        try (MlxScope s = mlx.newScope()) {
-            List<MlxArray> outputs = new ArrayList<>();
-            MlxArray x = s.take(embedding, s.fromInts(tokens, from, count, count), 0); // (T, dim)
-            for (int l = 0; l < layers.length; l++) {
-                Layer w = layers[l];
-                MlxArray h = s.rmsNorm(x, w.attnNorm(), eps);
-                MlxArray q = heads(s, project(s, h, w.wq(), w.bq()), count, numHeads, headDim);
-                MlxArray k = heads(s, project(s, h, w.wk(), w.bk()), count, numKvHeads, headDim);
-                MlxArray v = heads(s, project(s, h, w.wv(), w.bv()), count, numKvHeads, headDim);
-                if (w.qNorm() != null) {
-                    q = s.rmsNorm(q, w.qNorm(), eps);
-                    k = s.rmsNorm(k, w.kNorm(), eps);
-                }
-                q = s.rope(q, headDim, false, 1f, pos, ropePeriods);
-                k = s.rope(k, headDim, false, 1f, pos, ropePeriods);
-                MlxArray att = cache.attention(s, l, q, k, v, count, dtype); // (1, numHeads, T, headDim)
-                outputs.addAll(List.of(cache.arrays(l)));
-                att = s.reshape(s.transpose(att, 0, 2, 1, 3), count, numHeads * headDim);
-                x = s.add(x, s.matmul(att, w.wo()));
-                h = s.rmsNorm(x, w.mlpNorm(), eps);
-                MlxArray gate = s.matmul(h, w.wGate());
-                MlxArray up = s.matmul(h, w.wUp());
-                MlxArray act = s.multiply(s.multiply(gate, s.sigmoid(gate)), up); // SwiGLU: silu(gate) · up
-                x = s.add(x, s.matmul(act, w.wDown()));
+    }
+
+    @Override
+    public MlxPendingStep submit(List<DeviceChunk> chunks) {
+        for (DeviceChunk ch : chunks) {
+            if (!(ch.kv() instanceof MlxKvCache cache) || cache.backend() != backend) {
+                throw new IllegalArgumentException("the MLX decoder needs KV caches made by the same MLX backend");
             }
-            MlxArray rows = allLogits ? x : s.slice(x, new int[] {count - 1, 0}, new int[] {count, dim});
-            MlxArray out = s.astype(s.matmul(s.rmsNorm(rows, finalNorm, eps), lmHead), MlxDtype.FLOAT32);
-            outputs.add(0, out);
-            s.eval(outputs.toArray(MlxArray[]::new));
-            s.copyFloats(out, logits, logitsOffset);
+            if (ch.sampler() != null && (!(ch.sampler() instanceof MlxSampler ms) || ms.backend() != backend)) {
+                throw new IllegalArgumentException("the MLX decoder needs samplers made by the same MLX backend");
+            }
+            if (ch.input() != null && !(ch.input() instanceof MlxPendingStep.Token)) {
+                throw new IllegalArgumentException("a device token of another backend");
+            }
+        }
+        backend.lock.lock();
+        MlxScope s = mlx.newScope();
+        try {
+            List<MlxArray> outputs = new ArrayList<>();
+            MlxArray[] inputs = new MlxArray[chunks.size()];
+            for (int i = 0; i < inputs.length; i++) {
+                DeviceChunk ch = chunks.get(i);
+                inputs[i] = ch.input() instanceof MlxPendingStep.Token t ? t.array()
+                        : s.fromInts(ch.tokens(), ch.from(), ch.count(), ch.count());
+            }
+            MlxArray ids = inputs.length == 1 ? inputs[0] : s.concatenate(0, inputs);
+            MlxArray x = s.astype(s.take(embedding, ids, 0), MlxDtype.FLOAT32); // (N, dim) residual stream, float32
+            for (int l = 0; l < layers.length; l++) {
+                x = layer(s, l, x, chunks, outputs);
+            }
+            return MlxPendingStep.queue(backend, s, spec, chunks, inputs,
+                    s.matmul(norm(s, lastRows(s, x, chunks), finalNorm), lmHead), outputs);
+        } catch (RuntimeException | Error e) {
+            for (DeviceChunk ch : chunks) {
+                if (ch.sampler() instanceof MlxSampler ms) {
+                    ms.abort();
+                }
+            }
+            s.close();
+            throw e;
         } finally {
             backend.lock.unlock();
         }
+    }
+
+    /** The rows that need logits: the last of each chunk, or all of a chunk with allLogits. */
+    private static MlxArray lastRows(MlxScope s, MlxArray x, List<DeviceChunk> chunks) {
+        List<Integer> rowIds = new ArrayList<>();
+        int row = 0;
+        for (DeviceChunk ch : chunks) {
+            for (int i = ch.allLogits() ? 0 : ch.count() - 1; i < ch.count(); i++) {
+                rowIds.add(row + i);
+            }
+            row += ch.count();
+        }
+        if (rowIds.size() == row) {
+            return x;
+        }
+        int[] sel = rowIds.stream().mapToInt(Integer::intValue).toArray();
+        return s.take(x, s.fromInts(sel, 0, sel.length, sel.length), 0);
+    }
+
+    /** One decoder layer over all rows; attention per chunk. */
+    private MlxArray layer(MlxScope s, int l, MlxArray x, List<DeviceChunk> chunks, List<MlxArray> outputs) {
+        Layer w = layers[l];
+        float eps = spec.rmsNormEps();
+        int n = x.shape()[0];
+        int headDim = spec.headDim();
+        MlxArray h = norm(s, x, w.attnNorm());
+        MlxArray q = s.reshape(project(s, h, w.wq(), w.bq()), n, spec.numHeads(), headDim);
+        MlxArray k = s.reshape(project(s, h, w.wk(), w.bk()), n, spec.numKvHeads(), headDim);
+        MlxArray v = s.reshape(project(s, h, w.wv(), w.bv()), n, spec.numKvHeads(), headDim);
+        if (w.qNorm() != null) {
+            q = s.rmsNorm(q, w.qNorm(), eps);
+            k = s.rmsNorm(k, w.kNorm(), eps);
+        }
+        List<MlxArray> parts = new ArrayList<>(chunks.size());
+        int row = 0;
+        for (DeviceChunk ch : chunks) {
+            MlxKvCache cache = (MlxKvCache) ch.kv();
+            int c = ch.count();
+            int pos = cache.length();
+            MlxArray qc = s.rope(heads(s, rows(s, q, row, c)), headDim, false, 1f, pos, ropePeriods);
+            MlxArray kc = s.rope(heads(s, rows(s, k, row, c)), headDim, false, 1f, pos, ropePeriods);
+            MlxArray vc = heads(s, rows(s, v, row, c));
+            MlxArray att = cache.attention(s, l, qc, kc, vc, c, dtype); // (1, numHeads, c, headDim)
+            outputs.addAll(List.of(cache.arrays(l)));
+            parts.add(s.reshape(s.transpose(att, 0, 2, 1, 3), c, spec.qDim()));
+            row += c;
+        }
+        MlxArray att = parts.size() == 1 ? parts.get(0) : s.concatenate(0, parts.toArray(MlxArray[]::new));
+        x = s.add(x, s.matmul(att, w.wo()));
+        h = norm(s, x, w.mlpNorm());
+        MlxArray gate = s.matmul(h, w.wGate());
+        MlxArray up = s.matmul(h, w.wUp());
+        MlxArray act = s.multiply(s.multiply(gate, s.sigmoid(gate)), up); // SwiGLU: silu(gate) · up
+        return s.add(x, s.matmul(act, w.wDown()));
+    }
+
+    /**
+     * RMSNorm of the float32 residual stream, in the compute dtype: what a weight multiplies is in the compute
+     * dtype (the matmuls read the weights as stored), while the residual sums stay float32, as in the Java forward,
+     * so native mode loses only the roundings of the sub-blocks' inputs and outputs, not of the running sum.
+     */
+    private MlxArray norm(MlxScope s, MlxArray x, MlxArray weight) {
+        MlxArray h = s.rmsNorm(x, weight, spec.rmsNormEps());
+        return h.dtype() == dtype ? h : s.astype(h, dtype);
+    }
+
+    /** Rows [from, from+count) of a (N, heads, headDim) array. */
+    private static MlxArray rows(MlxScope s, MlxArray a, int from, int count) {
+        int[] shape = a.shape();
+        return s.slice(a, new int[] {from, 0, 0}, new int[] {from + count, shape[1], shape[2]});
     }
 
     /** x · w (+ bias). */
@@ -223,15 +270,17 @@ final class MlxDecoder implements DeviceDecoder {
         return bias == null ? y : s.add(y, bias);
     }
 
-    /** (T, heads·headDim) → (1, heads, T, headDim). */
-    private static MlxArray heads(MlxScope s, MlxArray x, int count, int heads, int headDim) {
-        return s.transpose(s.reshape(x, 1, count, heads, headDim), 0, 2, 1, 3);
+    /** (T, heads, headDim) → (1, heads, T, headDim). */
+    private static MlxArray heads(MlxScope s, MlxArray x) {
+        int[] shape = x.shape();
+        return s.transpose(s.reshape(x, 1, shape[0], shape[1], shape[2]), 0, 2, 1, 3);
     }
 
     @Override
     public void close() {
         backend.lock.lock();
         try {
+            backend.unregisterWeights(registered);
             store.close();
         } finally {
             backend.lock.unlock();

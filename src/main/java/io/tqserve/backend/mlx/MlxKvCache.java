@@ -82,6 +82,15 @@ final class MlxKvCache extends AbstractSequenceKv implements DeviceKv {
         return s.attention(s.astype(q, dtype), kAll, vAll, scale, causal);
     }
 
+    private MlxArray[] allArrays() {
+        MlxArray[] all = new MlxArray[2 * layers];
+        for (int l = 0; l < layers; l++) {
+            all[2 * l] = keys[l];
+            all[2 * l + 1] = values[l];
+        }
+        return all;
+    }
+
     /** The K and V arrays of a layer, to evaluate with the step's outputs. */
     MlxArray[] arrays(int layer) {
         return new MlxArray[] {keys[layer], values[layer]};
@@ -92,16 +101,14 @@ final class MlxKvCache extends AbstractSequenceKv implements DeviceKv {
             return;
         }
         int grown = Math.min(maxTokens(), (tokens + STEP - 1) / STEP * STEP);
-        MlxArray[] all = new MlxArray[2 * layers];
         for (int l = 0; l < layers; l++) {
             MlxArray tailK = s.zeros(MlxDtype.BFLOAT16, 1, numKvHeads, grown - capacity, headDim);
             MlxArray tailV = s.zeros(MlxDtype.BFLOAT16, 1, numKvHeads, grown - capacity, headDim);
             keys[l].set(capacity == 0 ? tailK : s.concatenate(2, keys[l], tailK));
             values[l].set(capacity == 0 ? tailV : s.concatenate(2, values[l], tailV));
-            all[2 * l] = keys[l];
-            all[2 * l + 1] = values[l];
         }
-        s.eval(all); // every layer now, so no layer's cache is left as a pending graph between calls
+        // not evaluated here: the growth joins the graph of the step that needs it (every layer's arrays are
+        // among a forward's outputs), so a step that grows the cache is still one evaluation
         capacity = grown;
     }
 
@@ -115,7 +122,10 @@ final class MlxKvCache extends AbstractSequenceKv implements DeviceKv {
             MlxArray ka = s.transpose(s.fromFloatsAt(k, rowOffset * kvDim, rows * kvDim, 1, rows, numKvHeads, headDim), 0, 2, 1, 3);
             MlxArray va = s.transpose(s.fromFloatsAt(v, rowOffset * kvDim, rows * kvDim, 1, rows, numKvHeads, headDim), 0, 2, 1, 3);
             MlxArray o = s.transpose(attention(s, layer, qa, ka, va, rows, MlxDtype.FLOAT32), 0, 2, 1, 3);
-            s.eval(o, keys[layer], values[layer]);
+            MlxArray[] all = allArrays();
+            MlxArray[] outs = java.util.Arrays.copyOf(all, all.length + 1);
+            outs[all.length] = o;
+            s.eval(outs);
             s.copyFloats(o, out, rowOffset * qDim);
         } finally {
             backend.lock.unlock();
@@ -158,7 +168,7 @@ final class MlxKvCache extends AbstractSequenceKv implements DeviceKv {
             int[] stop = {1, numKvHeads, length + count, headDim};
             keys[layer].set(s.sliceUpdate(keys[layer], k, start, stop));
             values[layer].set(s.sliceUpdate(values[layer], v, start, stop));
-            s.eval(keys[layer], values[layer]);
+            s.eval(allArrays()); // every layer: a growth above left each one pending
         } finally {
             backend.lock.unlock();
         }

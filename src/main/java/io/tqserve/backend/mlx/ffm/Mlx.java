@@ -28,6 +28,8 @@ public final class Mlx {
     private final String version;
     private final String deviceName;
     private final AtomicLong liveArrays = new AtomicLong();
+    private final AtomicLong evaluations = new AtomicLong();
+    private final AtomicLong bytesToJava = new AtomicLong();
 
     private Mlx(MlxLibrary lib) {
         this.lib = lib;
@@ -115,6 +117,101 @@ public final class Mlx {
         } catch (Throwable t) {
             throw MlxErrors.rethrow(t);
         }
+    }
+
+    /** Returns MLX's peak-memory counter to the current active memory. */
+    public void resetPeakMemory() {
+        try {
+            MlxErrors.check((int) n.resetPeakMemory.invokeExact(), "mlx_reset_peak_memory");
+        } catch (Throwable t) {
+            throw MlxErrors.rethrow(t);
+        }
+    }
+
+    /** MLX's memory limit: allocations beyond it wait for running work (Metal) or are refused. */
+    public long memoryLimit() {
+        return sizeStat(n.memoryLimit, "mlx_get_memory_limit");
+    }
+
+    /**
+     * Bytes MLX may keep wired (resident, never paged out) on Metal; 0 = none. No effect on the CPU device.
+     *
+     * @return the previous limit
+     */
+    public long setWiredLimit(long bytes) {
+        return setLimit(n.setWiredLimit, bytes, "mlx_set_wired_limit");
+    }
+
+    /** Most bytes of freed buffers MLX keeps for reuse; returns the previous limit. */
+    public long setCacheLimit(long bytes) {
+        return setLimit(n.setCacheLimit, bytes, "mlx_set_cache_limit");
+    }
+
+    /** MLX's memory limit (see {@link #memoryLimit}); returns the previous limit. */
+    public long setMemoryLimit(long bytes) {
+        return setLimit(n.setMemoryLimit, bytes, "mlx_set_memory_limit");
+    }
+
+    private long setLimit(java.lang.invoke.MethodHandle h, long bytes, String name) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment out = a.allocate(ValueLayout.JAVA_LONG);
+            MlxErrors.check((int) h.invokeExact(out, bytes), name);
+            return out.get(ValueLayout.JAVA_LONG, 0);
+        } catch (Throwable t) {
+            throw MlxErrors.rethrow(t);
+        }
+    }
+
+    /**
+     * A size the default device reports ({@code mlx_device_info_get_size}), e.g. {@code memory_size} or
+     * {@code max_recommended_working_set_size} on Metal; empty when the device has no such key (MLX's CPU
+     * device reports only its name and architecture).
+     */
+    public java.util.OptionalLong deviceInfoSize(String key) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment info = (MemorySegment) n.deviceInfoNew.invokeExact((java.lang.foreign.SegmentAllocator) a);
+            MemorySegment infoPtr = a.allocate(MlxLibrary.DEVICE_INFO);
+            MemorySegment.copy(info, 0, infoPtr, 0, MlxLibrary.DEVICE_INFO.byteSize());
+            MlxErrors.check((int) n.deviceInfoGet.invokeExact(infoPtr, device), "mlx_device_info_get");
+            MemorySegment filled = infoPtr; // mlx_device_info by value: the struct written through the pointer
+            try {
+                MemorySegment k = a.allocateFrom(key);
+                MemorySegment flag = a.allocate(ValueLayout.JAVA_BOOLEAN);
+                MlxErrors.check((int) n.deviceInfoHasKey.invokeExact(flag, filled, k), "mlx_device_info_has_key");
+                if (!flag.get(ValueLayout.JAVA_BOOLEAN, 0)) {
+                    return java.util.OptionalLong.empty();
+                }
+                MlxErrors.check((int) n.deviceInfoIsString.invokeExact(flag, filled, k), "mlx_device_info_is_string");
+                if (flag.get(ValueLayout.JAVA_BOOLEAN, 0)) {
+                    return java.util.OptionalLong.empty();
+                }
+                MemorySegment out = a.allocate(ValueLayout.JAVA_LONG);
+                MlxErrors.check((int) n.deviceInfoGetSize.invokeExact(out, filled, k), "mlx_device_info_get_size");
+                return java.util.OptionalLong.of(out.get(ValueLayout.JAVA_LONG, 0));
+            } finally {
+                MlxErrors.check((int) n.deviceInfoFree.invokeExact(filled), "mlx_device_info_free");
+            }
+        } catch (Throwable t) {
+            throw MlxErrors.rethrow(t);
+        }
+    }
+
+    /** Graphs handed to MLX for evaluation so far ({@code mlx_eval} and {@code mlx_async_eval} calls). */
+    public long evaluations() {
+        return evaluations.get();
+    }
+
+    /** Bytes copied from MLX arrays into Java memory so far (logits, tokens, exported KV). */
+    public long bytesToJava() {
+        return bytesToJava.get();
+    }
+
+    void evaluated() {
+        evaluations.incrementAndGet();
+    }
+
+    void copiedToJava(long bytes) {
+        bytesToJava.addAndGet(bytes);
     }
 
     /** MLX-C array handles created through this runtime and not yet freed (each {@code _new} minus each {@code _free}). */

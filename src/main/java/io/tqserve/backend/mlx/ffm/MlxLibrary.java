@@ -29,6 +29,7 @@ public final class MlxLibrary {
     static final StructLayout ARRAY = HANDLE.withName("mlx_array");
     static final StructLayout STREAM = HANDLE.withName("mlx_stream");
     static final StructLayout DEVICE = HANDLE.withName("mlx_device");
+    static final StructLayout DEVICE_INFO = HANDLE.withName("mlx_device_info");
     static final StructLayout VECTOR_ARRAY = HANDLE.withName("mlx_vector_array");
     static final StructLayout MAP = HANDLE.withName("mlx_map");
     static final StructLayout MAP_ITERATOR = MemoryLayout.structLayout(ValueLayout.ADDRESS.withName("ctx"),

@@ -2,6 +2,7 @@ package io.tqserve.backend.mlx.ffm;
 
 import static io.tqserve.backend.mlx.ffm.MlxLibrary.ARRAY;
 import static io.tqserve.backend.mlx.ffm.MlxLibrary.DEVICE;
+import static io.tqserve.backend.mlx.ffm.MlxLibrary.DEVICE_INFO;
 import static io.tqserve.backend.mlx.ffm.MlxLibrary.INT;
 import static io.tqserve.backend.mlx.ffm.MlxLibrary.MAP;
 import static io.tqserve.backend.mlx.ffm.MlxLibrary.MAP_ITERATOR;
@@ -59,6 +60,8 @@ final class MlxNative {
     final MethodHandle vectorArrayFree;
     // int mlx_eval(const mlx_vector_array outputs)
     final MethodHandle eval;
+    // int mlx_async_eval(const mlx_vector_array outputs)
+    final MethodHandle asyncEval;
 
     // mlx_stream mlx_stream_new(void)
     final MethodHandle streamNew;
@@ -94,6 +97,27 @@ final class MlxNative {
     final MethodHandle cacheMemory;
     // int mlx_clear_cache(void)
     final MethodHandle clearCache;
+    // int mlx_reset_peak_memory(void)
+    final MethodHandle resetPeakMemory;
+    // int mlx_get_memory_limit(size_t* res)
+    final MethodHandle memoryLimit;
+    // int mlx_set_wired_limit(size_t* res, size_t limit), mlx_set_cache_limit, mlx_set_memory_limit: res = previous
+    final MethodHandle setWiredLimit;
+    final MethodHandle setCacheLimit;
+    final MethodHandle setMemoryLimit;
+
+    // mlx_device_info mlx_device_info_new(void)
+    final MethodHandle deviceInfoNew;
+    // int mlx_device_info_get(mlx_device_info* info, mlx_device dev)
+    final MethodHandle deviceInfoGet;
+    // int mlx_device_info_free(mlx_device_info info)
+    final MethodHandle deviceInfoFree;
+    // int mlx_device_info_has_key(bool* exists, mlx_device_info info, const char* key)
+    final MethodHandle deviceInfoHasKey;
+    // int mlx_device_info_is_string(bool* is_string, mlx_device_info info, const char* key)
+    final MethodHandle deviceInfoIsString;
+    // int mlx_device_info_get_size(size_t* value, mlx_device_info info, const char* key)
+    final MethodHandle deviceInfoGetSize;
 
     // void mlx_set_error_handler(mlx_error_handler_func handler, void* data, void (*dtor)(void*))
     final MethodHandle setErrorHandler;
@@ -137,6 +161,7 @@ final class MlxNative {
         vectorArrayNewData = lib.returning("mlx_vector_array_new_data", VECTOR_ARRAY, PTR, SIZE_T);
         vectorArrayFree = lib.status("mlx_vector_array_free", VECTOR_ARRAY);
         eval = lib.status("mlx_eval", VECTOR_ARRAY);
+        asyncEval = lib.status("mlx_async_eval", VECTOR_ARRAY);
 
         streamNew = lib.returning("mlx_stream_new", STREAM);
         streamFree = lib.status("mlx_stream_free", STREAM);
@@ -157,6 +182,18 @@ final class MlxNative {
         peakMemory = lib.status("mlx_get_peak_memory", PTR);
         cacheMemory = lib.status("mlx_get_cache_memory", PTR);
         clearCache = lib.status("mlx_clear_cache");
+        resetPeakMemory = lib.status("mlx_reset_peak_memory");
+        memoryLimit = lib.status("mlx_get_memory_limit", PTR);
+        setWiredLimit = lib.status("mlx_set_wired_limit", PTR, SIZE_T);
+        setCacheLimit = lib.status("mlx_set_cache_limit", PTR, SIZE_T);
+        setMemoryLimit = lib.status("mlx_set_memory_limit", PTR, SIZE_T);
+
+        deviceInfoNew = lib.returning("mlx_device_info_new", DEVICE_INFO);
+        deviceInfoGet = lib.status("mlx_device_info_get", PTR, DEVICE);
+        deviceInfoFree = lib.status("mlx_device_info_free", DEVICE_INFO);
+        deviceInfoHasKey = lib.status("mlx_device_info_has_key", PTR, DEVICE_INFO, PTR);
+        deviceInfoIsString = lib.status("mlx_device_info_is_string", PTR, DEVICE_INFO, PTR);
+        deviceInfoGetSize = lib.status("mlx_device_info_get_size", PTR, DEVICE_INFO, PTR);
 
         setErrorHandler = lib.fn("mlx_set_error_handler",
                 java.lang.foreign.FunctionDescriptor.ofVoid(PTR, PTR, PTR));

@@ -132,6 +132,61 @@ public abstract sealed class MlxOps permits MlxScope {
         return op("mlx_greater", r -> (int) ops.greater.invokeExact(r, a.struct(), b.struct(), stream()));
     }
 
+    public MlxArray equal(MlxArray a, MlxArray b) {
+        return op("mlx_equal", r -> (int) ops.equal.invokeExact(r, a.struct(), b.struct(), stream()));
+    }
+
+    public MlxArray less(MlxArray a, MlxArray b) {
+        return op("mlx_less", r -> (int) ops.less.invokeExact(r, a.struct(), b.struct(), stream()));
+    }
+
+    public MlxArray greaterEqual(MlxArray a, MlxArray b) {
+        return op("mlx_greater_equal", r -> (int) ops.greaterEqual.invokeExact(r, a.struct(), b.struct(), stream()));
+    }
+
+    public MlxArray logicalAnd(MlxArray a, MlxArray b) {
+        return op("mlx_logical_and", r -> (int) ops.logicalAnd.invokeExact(r, a.struct(), b.struct(), stream()));
+    }
+
+    /** a[..., indices[...], ...] along {@code axis} (indices broadcast against a). */
+    public MlxArray takeAlongAxis(MlxArray a, MlxArray indices, int axis) {
+        return op("mlx_take_along_axis",
+                r -> (int) ops.takeAlongAxis.invokeExact(r, a.struct(), indices.struct(), axis, stream()));
+    }
+
+    /** Indices that sort {@code a} ascending along {@code axis}. */
+    public MlxArray argsort(MlxArray a, int axis) {
+        return op("mlx_argsort_axis", r -> (int) ops.argsortAxis.invokeExact(r, a.struct(), axis, stream()));
+    }
+
+    /** Inclusive prefix sums along {@code axis}. */
+    public MlxArray cumsum(MlxArray a, int axis) {
+        return op("mlx_cumsum", r -> (int) ops.cumsum.invokeExact(r, a.struct(), axis, false, true, stream()));
+    }
+
+    public MlxArray logsumexp(MlxArray a, int axis, boolean keepdims) {
+        return op("mlx_logsumexp_axis", r -> (int) ops.logsumexpAxis.invokeExact(r, a.struct(), axis, keepdims, stream()));
+    }
+
+    /** A PRNG key from a seed (MLX's threefry key, a (2,) uint32 array). */
+    public MlxArray randomKey(long seed) {
+        return op("mlx_random_key", r -> (int) ops.randomKey.invokeExact(r, seed));
+    }
+
+    /** Splits a key into two independent keys, {next, sub}. */
+    public MlxArray[] randomSplit(MlxArray key) {
+        MlxArray first = newArray();
+        MlxArray second = op("mlx_random_split",
+                r -> (int) ops.randomSplit.invokeExact(first.struct(), r, key.struct(), stream()));
+        return new MlxArray[] {first, second};
+    }
+
+    /** One draw per row from softmax(logits) along {@code axis} with the given key. */
+    public MlxArray categorical(MlxArray logits, int axis, MlxArray key) {
+        return op("mlx_random_categorical",
+                r -> (int) ops.randomCategorical.invokeExact(r, logits.struct(), axis, key.struct(), stream()));
+    }
+
     public MlxArray matmul(MlxArray a, MlxArray b) {
         return op("mlx_matmul", r -> (int) ops.matmul.invokeExact(r, a.struct(), b.struct(), stream()));
     }

@@ -38,6 +38,25 @@ final class MlxOpsNative {
     final MethodHandle leftShift;
     final MethodHandle rightShift;
     final MethodHandle bitwiseAnd;
+    final MethodHandle equal;
+    final MethodHandle less;
+    final MethodHandle greaterEqual;
+    final MethodHandle logicalAnd;
+    // int mlx_take_along_axis(mlx_array* res, const mlx_array a, const mlx_array indices, int axis, const mlx_stream s)
+    final MethodHandle takeAlongAxis;
+    // int mlx_argsort_axis(mlx_array* res, const mlx_array a, int axis, const mlx_stream s)
+    final MethodHandle argsortAxis;
+    // int mlx_cumsum(mlx_array* res, const mlx_array a, int axis, bool reverse, bool inclusive, const mlx_stream s)
+    final MethodHandle cumsum;
+    // int mlx_logsumexp_axis(mlx_array* res, const mlx_array a, int axis, bool keepdims, const mlx_stream s)
+    final MethodHandle logsumexpAxis;
+    // int mlx_random_key(mlx_array* res, uint64_t seed)
+    final MethodHandle randomKey;
+    // int mlx_random_split(mlx_array* res_0, mlx_array* res_1, const mlx_array key, const mlx_stream s)
+    final MethodHandle randomSplit;
+    // int mlx_random_categorical(mlx_array* res, const mlx_array logits, int axis, const mlx_array key,
+    //                            const mlx_stream s)
+    final MethodHandle randomCategorical;
     // int mlx_where(mlx_array* res, const mlx_array condition, const mlx_array x, const mlx_array y, const mlx_stream s)
     final MethodHandle where;
     // int mlx_round(mlx_array* res, const mlx_array a, int decimals, const mlx_stream s)
@@ -104,6 +123,17 @@ final class MlxOpsNative {
         leftShift = binary(lib, "mlx_left_shift");
         rightShift = binary(lib, "mlx_right_shift");
         bitwiseAnd = binary(lib, "mlx_bitwise_and");
+        equal = binary(lib, "mlx_equal");
+        less = binary(lib, "mlx_less");
+        greaterEqual = binary(lib, "mlx_greater_equal");
+        logicalAnd = binary(lib, "mlx_logical_and");
+        takeAlongAxis = lib.status("mlx_take_along_axis", PTR, ARRAY, ARRAY, INT, STREAM);
+        argsortAxis = lib.status("mlx_argsort_axis", PTR, ARRAY, INT, STREAM);
+        cumsum = lib.status("mlx_cumsum", PTR, ARRAY, INT, BOOL, BOOL, STREAM);
+        logsumexpAxis = lib.status("mlx_logsumexp_axis", PTR, ARRAY, INT, BOOL, STREAM);
+        randomKey = lib.status("mlx_random_key", PTR, ValueLayout.JAVA_LONG);
+        randomSplit = lib.status("mlx_random_split", PTR, PTR, ARRAY, STREAM);
+        randomCategorical = lib.status("mlx_random_categorical", PTR, ARRAY, INT, ARRAY, STREAM);
         round = lib.status("mlx_round", PTR, ARRAY, INT, STREAM);
         astype = lib.status("mlx_astype", PTR, ARRAY, INT, STREAM);
         view = lib.status("mlx_view", PTR, ARRAY, INT, STREAM);

@@ -152,11 +152,60 @@ public final class MlxScope extends MlxOps implements AutoCloseable {
     public void eval(MlxArray... arrays) {
         MemorySegment vec = vector(arrays);
         try {
+            mlx.evaluated();
             MlxErrors.check((int) mlx.n.eval.invokeExact(vec), "mlx_eval");
         } catch (Throwable t) {
             throw MlxErrors.rethrow(t);
         } finally {
             freeVector(vec);
+        }
+    }
+
+    /**
+     * Queues the evaluation of the arrays and returns at once ({@code mlx_async_eval}); a later read or
+     * {@link #eval} of them waits for the result.
+     */
+    public void asyncEval(MlxArray... arrays) {
+        MemorySegment vec = vector(arrays);
+        try {
+            mlx.evaluated();
+            MlxErrors.check((int) mlx.n.asyncEval.invokeExact(vec), "mlx_async_eval");
+        } catch (Throwable t) {
+            throw MlxErrors.rethrow(t);
+        } finally {
+            freeVector(vec);
+        }
+    }
+
+    /**
+     * Copies an int32 array that an earlier {@link #eval} or {@link #asyncEval} evaluated (waiting for it if
+     * needed) without adding work to the graph: {@code a} must be row-contiguous int32 (e.g. the result of
+     * {@link #contiguous}); {@link Mlx#evaluations} does not move.
+     */
+    public int[] readInts(MlxArray a) {
+        if (a.dtype() != MlxDtype.INT32 && a.dtype() != MlxDtype.UINT32) {
+            throw new IllegalArgumentException("readInts needs an int32 array, got " + a.dtype());
+        }
+        return evaluatedData(a, mlx.n.dataInt32, "mlx_array_data_int32").toArray(ValueLayout.JAVA_INT);
+    }
+
+    /** As {@link #readInts}, for a row-contiguous float32 array. */
+    public float[] readFloats(MlxArray a) {
+        if (a.dtype() != MlxDtype.FLOAT32) {
+            throw new IllegalArgumentException("readFloats needs a float32 array, got " + a.dtype());
+        }
+        return evaluatedData(a, mlx.n.dataFloat32, "mlx_array_data_float32").toArray(ValueLayout.JAVA_FLOAT);
+    }
+
+    /** The data of a queued or evaluated 4-byte array (waiting for it), counted as copied to Java. */
+    private MemorySegment evaluatedData(MlxArray a, java.lang.invoke.MethodHandle accessor, String name) {
+        try {
+            MlxErrors.check((int) mlx.n.arrayEval.invokeExact(a.struct()), "mlx_array_eval");
+            MemorySegment p = (MemorySegment) accessor.invokeExact(a.struct());
+            mlx.copiedToJava(a.size() * 4);
+            return MlxErrors.checkPointer(p, name).reinterpret(a.size() * 4);
+        } catch (Throwable t) {
+            throw MlxErrors.rethrow(t);
         }
     }
 
@@ -190,6 +239,7 @@ public final class MlxScope extends MlxOps implements AutoCloseable {
         eval(c);
         try {
             MemorySegment p = (MemorySegment) accessor.invokeExact(c.struct());
+            mlx.copiedToJava(c.size() * as.bytes());
             return MlxErrors.checkPointer(p, name).reinterpret(c.size() * as.bytes());
         } catch (Throwable t) {
             throw MlxErrors.rethrow(t);
@@ -277,6 +327,30 @@ public final class MlxScope extends MlxOps implements AutoCloseable {
             throw MlxErrors.rethrow(t);
         }
         return out;
+    }
+
+    /**
+     * Frees now every array the scope owns except {@code keep}: after an {@link #asyncEval} the graph holds what it
+     * needs, and a K/V array whose only remaining handle is its cache's can then be donated to the next step's
+     * {@code slice_update} (updated in place) instead of copied.
+     */
+    public void releaseExcept(MlxArray... keep) {
+        java.util.Set<MlxArray> kept = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        for (MlxArray a : keep) {
+            if (a != null) {
+                kept.add(a);
+            }
+        }
+        List<MlxArray> still = new ArrayList<>(kept.size());
+        for (MlxArray a : owned) {
+            if (kept.contains(a)) {
+                still.add(a);
+            } else {
+                a.close();
+            }
+        }
+        owned.clear();
+        owned.addAll(still);
     }
 
     /** Frees every array the scope still owns and the stream handle. Idempotent. */

@@ -1,0 +1,98 @@
+package io.tqserve.cli;
+
+import io.tqserve.backend.ComputeBackend;
+import io.tqserve.backend.DeviceSampler;
+import io.tqserve.backend.DeviceStats;
+import io.tqserve.backend.SamplingSpec;
+import io.tqserve.kv.KvCache;
+import io.tqserve.kv.KvCacheFactory;
+import io.tqserve.kv.KvScheme;
+import io.tqserve.model.ForwardState;
+import io.tqserve.model.ModelConfig;
+import io.tqserve.model.Transformer;
+import java.io.PrintStream;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The decode steps of 1, 2, 4 and 8 sequences run together through the transformer as the batched lane runs them
+ * (one forward pass per step; on a device decoder each step samples greedily on the device): aggregate tok/s as a
+ * ratio to one sequence, and per step the device's evaluations and the bytes copied from the device to Java.
+ */
+final class BatchedDecode {
+    private BatchedDecode() {
+    }
+
+    static void run(Transformer t, ComputeBackend backend, int[] prompt, int decodeTokens, PrintStream out) {
+        ModelConfig c = t.config();
+        out.println("  decode steps of 1/2/4/8 sequences together (greedy; per step: device evaluations, bytes "
+                + "device->Java):");
+        out.println("  seqs   tok/s   vs 1 seq   evals/step   bytes->Java/step");
+        double one = 0;
+        for (int n : new int[] {1, 2, 4, 8}) {
+            double[] best = null;
+            for (int round = 0; round < 2; round++) { // round 0 warms up
+                double[] r = once(t, backend, c, prompt, decodeTokens, n);
+                best = best == null || r[0] > best[0] ? r : best;
+            }
+            if (n == 1) {
+                one = best[0];
+            }
+            out.printf("  %4d  %7.1f   %6.2fx   %10.2f   %16.1f%n", n, best[0], best[0] / one, best[1], best[2]);
+        }
+    }
+
+    /** {tok/s, evaluations per step, bytes to Java per step} of {@code n} sequences decoding together. */
+    private static double[] once(Transformer t, ComputeBackend backend, ModelConfig c, int[] prompt, int decodeTokens,
+            int n) {
+        List<KvCache> caches = new ArrayList<>();
+        List<DeviceSampler> samplers = new ArrayList<>();
+        ForwardState state = new ForwardState(c);
+        try {
+            int[] last = new int[n];
+            for (int i = 0; i < n; i++) {
+                KvCache cache = KvCacheFactory.create(KvScheme.BF16, t.attentionShape(), backend,
+                        prompt.length + decodeTokens + 1);
+                caches.add(cache);
+                float[] logits = t.forward(state, List.of(Transformer.Chunk.of(cache, prompt)));
+                last[i] = argmax(logits, 0, c.vocabSize());
+                if (t.runsOnDevice(cache)) {
+                    samplers.add(t.deviceSampler(new SamplingSpec(0f, 0, 1f, 0f, 0L, 1f, 0f, 0f, Map.of(), -1,
+                            prompt)).orElseThrow());
+                }
+            }
+            DeviceStats before = backend.deviceStats();
+            long t0 = System.nanoTime();
+            for (int step = 0; step < decodeTokens; step++) {
+                List<Transformer.Chunk> chunks = new ArrayList<>(n);
+                for (int i = 0; i < n; i++) {
+                    chunks.add(samplers.isEmpty() ? Transformer.Chunk.of(caches.get(i), new int[] {last[i]})
+                            : Transformer.Chunk.sampled(caches.get(i), last[i], samplers.get(i)));
+                }
+                float[] logits = t.forward(state, chunks);
+                for (int i = 0; i < n; i++) {
+                    last[i] = state.sample(i) != null ? state.sample(i).token()
+                            : argmax(logits, i * c.vocabSize(), c.vocabSize());
+                }
+            }
+            long t1 = System.nanoTime();
+            DeviceStats d = backend.deviceStats().since(before);
+            return new double[] {(double) n * decodeTokens / ((t1 - t0) / 1e9),
+                (double) d.evaluations() / decodeTokens, (double) d.bytesToJava() / decodeTokens};
+        } finally {
+            samplers.forEach(DeviceSampler::close);
+            caches.forEach(KvCache::close);
+        }
+    }
+
+    static int argmax(float[] x, int off, int n) {
+        int best = 0;
+        for (int i = 1; i < n; i++) {
+            if (x[off + i] > x[off + best]) {
+                best = i;
+            }
+        }
+        return best;
+    }
+}
