@@ -11,10 +11,15 @@ import java.util.function.Consumer;
  * @param resumeFrom   a KV snapshot whose tokens start the prompt: restored instead of prefilled (or null)
  * @param capture      when set, the lane prefills the prompt, hands a snapshot of the cache (with the next-token
  *                     logits) to this consumer on its own thread, and finishes without generating (or null)
+ * @param output       constraint and special-token handling of the output
  */
 public record GenerationRequest(int[] promptTokens, SamplingParams params, KvSnapshot resumeFrom,
-        Consumer<KvSnapshot> capture) {
+        Consumer<KvSnapshot> capture, OutputRules output) {
     public GenerationRequest {
+        output = output == null ? OutputRules.NONE : output;
+        if (output.constraint() != null && params.ignoreEos()) {
+            throw new IllegalArgumentException("ignore_eos cannot be combined with a constrained output");
+        }
         if (promptTokens == null || promptTokens.length == 0) {
             throw new IllegalArgumentException("the prompt is empty");
         }
@@ -28,7 +33,12 @@ public record GenerationRequest(int[] promptTokens, SamplingParams params, KvSna
     }
 
     public GenerationRequest(int[] promptTokens, SamplingParams params) {
-        this(promptTokens, params, null, null);
+        this(promptTokens, params, null, null, OutputRules.NONE);
+    }
+
+    public GenerationRequest(int[] promptTokens, SamplingParams params, KvSnapshot resumeFrom,
+            Consumer<KvSnapshot> capture) {
+        this(promptTokens, params, resumeFrom, capture, OutputRules.NONE);
     }
 
     /** Tokens this request may hold in its KV cache at worst: prompt + max_tokens. */
