@@ -49,6 +49,7 @@ public final class GenerationHandler {
     private final SnapshotHandler snapshots;
     private final RequestDeadline deadline;
     private final RequestLog requestLog;
+    private volatile StructuredOutput structured;
 
     /** Without the server's shutdown drain: requests end only at the request timeout (tests, tools). */
     public GenerationHandler(ServingRuntime runtime, ApiSettings settings, ApiScheduler scheduler,
@@ -82,7 +83,7 @@ public final class GenerationHandler {
         String laneHeader = request.headers().firstHeader(LANE_HEADER);
         return Mono.defer(() -> {
             ServingRuntime.Loaded loaded = Readiness.require(runtime, settings);
-            PromptBuilder builder = new PromptBuilder(loaded.model(), settings.defaultMaxTokens());
+            PromptBuilder builder = new PromptBuilder(structuredOutput(loaded.model()), settings.defaultMaxTokens());
             return request.bodyToMono(byte[].class).defaultIfEmpty(new byte[0])
                     .map(body -> parser.parse(Json.read(body), endpoint, laneHeader))
                     .doOnNext(this::checkModel)
@@ -91,6 +92,16 @@ public final class GenerationHandler {
                             : snapshots.resolve(p.kvSnapshot(), loaded.model())))
                     .flatMap(p -> respond(p, loaded, arrival, request.exchange().getResponse().getHeaders()));
         });
+    }
+
+    /** The served model's constraint cache (a new one when the runtime serves another model). */
+    private StructuredOutput structuredOutput(io.tqserve.model.Model model) {
+        StructuredOutput s = structured;
+        if (s == null || s.model() != model) {
+            s = new StructuredOutput(model);
+            structured = s;
+        }
+        return s;
     }
 
     private void checkModel(ParsedRequest r) {
@@ -149,7 +160,7 @@ public final class GenerationHandler {
         ServerResponse.BodyBuilder ok = ServerResponse.ok();
         if (r.stream()) {
             StreamEncoder enc = new StreamEncoder(r.endpoint(), id, created, model, fingerprint, r.includeUsage(),
-                    r.logprobs(), loaded.model().tokenizer());
+                    r.logprobs(), loaded.model().tokenizer(), p.plan().parser());
             Flux<String> frames = frames(enc, p.echoText(), events, timing);
             BodyInserter<Flux<String>, ReactiveHttpOutputMessage> body = (out, ctx) -> out.writeAndFlushWith(
                     frames.map(f -> Mono.just(out.bufferFactory().wrap(f.getBytes(StandardCharsets.UTF_8)))));
@@ -157,7 +168,7 @@ public final class GenerationHandler {
                     .header("X-Accel-Buffering", "no").body(body);
         }
         ResponseAssembler asm = new ResponseAssembler(r.endpoint(), id, created, model, fingerprint, r.logprobs(),
-                loaded.model().tokenizer(), p.echoText());
+                loaded.model().tokenizer(), p.echoText(), p.plan().parser());
         return events.doOnNext(timing::on)
                 .collectList()
                 .publishOn(scheduler)

@@ -5,6 +5,7 @@ import io.tqserve.engine.SamplingParams;
 import io.tqserve.model.ChatTemplate;
 import io.tqserve.model.GenerationConfig;
 import io.tqserve.model.Model;
+import java.util.Map;
 
 /**
  * Turns a parsed request into token ids and sampling parameters: renders the chat template, tokenizes, checks the
@@ -22,15 +23,22 @@ final class PromptBuilder {
      * @param echoText  the prompt as text (completions with echo), else ""
      * @param generation the tokenized request
      */
-    record Prepared(ParsedRequest request, String echoText, GenerationRequest generation) {
+    record Prepared(ParsedRequest request, String echoText, GenerationRequest generation,
+            StructuredOutput.Plan plan) {
     }
 
     private final Model model;
     private final int defaultMaxTokens;
+    private final StructuredOutput structured;
 
     PromptBuilder(Model model, int defaultMaxTokens) {
-        this.model = model;
+        this(new StructuredOutput(model), defaultMaxTokens);
+    }
+
+    PromptBuilder(StructuredOutput structured, int defaultMaxTokens) {
+        this.model = structured.model();
         this.defaultMaxTokens = defaultMaxTokens;
+        this.structured = structured;
     }
 
     Prepared prepare(ParsedRequest r) {
@@ -41,14 +49,19 @@ final class PromptBuilder {
     Prepared prepare(ParsedRequest r, io.tqserve.kv.store.KvSnapshot prefix) {
         int[] ids;
         String echo = "";
+        String rendered = null;
         if (r.endpoint() == Endpoint.CHAT) {
             ChatTemplate template = model.chatTemplate();
             if (template == null) {
                 throw ApiException.invalid("messages", "the served model has no chat template; use /v1/completions");
             }
-            String rendered;
+            ChatRequest chat = r.chat();
+            boolean withTools = structured.toolFormat(chat).isPresent();
             try {
-                rendered = template.render(r.messages(), true);
+                rendered = chat == null ? template.render(r.messages(), true)
+                        : template.renderTurns(chat.turns(), withTools ? chat.tools() : null, true, Map.of());
+            } catch (ApiException e) {
+                throw e;
             } catch (RuntimeException e) {
                 throw ApiException.invalid("messages", "the chat template rejected the messages: " + e.getMessage());
             }
@@ -99,6 +112,11 @@ final class PromptBuilder {
         SamplingParams params = new SamplingParams(temperature, topK, topP, r.minP(), r.seed(), repetition,
                 r.presencePenalty(), r.frequencyPenalty(), r.logitBias(), maxTokens, r.stop(), r.ignoreEos(),
                 r.topLogprobs());
-        return new Prepared(r, echo, new GenerationRequest(ids, params, prefix, null));
+        StructuredOutput.Plan plan = rendered == null ? StructuredOutput.Plan.NONE
+                : structured.plan(r, rendered, maxTokens);
+        if (plan.rules().constraint() != null && r.ignoreEos()) {
+            throw ApiException.invalid("ignore_eos", "ignore_eos cannot be combined with response_format or tools");
+        }
+        return new Prepared(r, echo, new GenerationRequest(ids, params, prefix, null, plan.rules()), plan);
     }
 }

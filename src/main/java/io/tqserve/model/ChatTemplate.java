@@ -109,13 +109,6 @@ public final class ChatTemplate {
      * @throws ChatTemplateException if the template rejects the conversation ({@code raisedByTemplate()}) or fails
      */
     public String render(List<ChatMessage> messages, boolean addGenerationPrompt, Map<String, ?> variables) {
-        for (String name : variables.keySet()) {
-            if (RESERVED.contains(name)) {
-                throw new IllegalArgumentException("'" + name + "' is set by the renderer, not a template variable");
-            }
-        }
-        Map<String, Object> context = new HashMap<>(specialTokens);
-        context.putAll(variables);
         List<Map<String, Object>> turns = new ArrayList<>(messages.size());
         for (ChatMessage m : messages) {
             Map<String, Object> turn = new LinkedHashMap<>();
@@ -123,9 +116,27 @@ public final class ChatTemplate {
             turn.put("content", m.content());
             turns.add(turn);
         }
+        return renderTurns(turns, null, addGenerationPrompt, variables);
+    }
+
+    /**
+     * Renders messages given as JSON-like maps (with {@code tool_calls}, {@code tool_call_id}, ... as transformers'
+     * {@code apply_chat_template} receives them) and the request's {@code tools} (function definitions, or null).
+     *
+     * @throws ChatTemplateException if the template rejects the conversation ({@code raisedByTemplate()}) or fails
+     */
+    public String renderTurns(List<Map<String, Object>> turns, List<?> tools, boolean addGenerationPrompt,
+            Map<String, ?> variables) {
+        for (String name : variables.keySet()) {
+            if (RESERVED.contains(name)) {
+                throw new IllegalArgumentException("'" + name + "' is set by the renderer, not a template variable");
+            }
+        }
+        Map<String, Object> context = new HashMap<>(specialTokens);
+        context.putAll(variables);
         context.put("messages", turns);
         context.put("add_generation_prompt", addGenerationPrompt);
-        context.put("tools", null);
+        context.put("tools", tools == null || tools.isEmpty() ? null : tools);
         context.put("documents", null);
 
         RenderResult result = JinjaEnvironment.jinjava().renderForResult(jinjavaSource, context);
