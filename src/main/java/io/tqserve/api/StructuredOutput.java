@@ -63,6 +63,16 @@ final class StructuredOutput {
         this.model = model;
     }
 
+    /** The free-JSON automaton of json_object: objects whose values are scalars or flat arrays/objects. */
+    static dk.brics.automaton.Automaton jsonObject() {
+        return JsonAutomata.anyObject(SchemaCompiler.FREE_DEPTH + 1);
+    }
+
+    /** Builds the JVM-wide free-JSON automata off the request path (a few seconds of CPU, once). */
+    static void prebuild() {
+        Thread.ofPlatform().daemon().name("tqserve-json-automata").start(StructuredOutput::jsonObject);
+    }
+
     Model model() {
         return model;
     }
@@ -98,7 +108,7 @@ final class StructuredOutput {
             param = "response_format";
             boolean object = chat.format().type().equals("json_object");
             key = object ? "json_object" : "json_schema:" + Wire.json(chat.format().schema());
-            automaton = object ? () -> JsonAutomata.anyObject(SchemaCompiler.FREE_DEPTH + 1)
+            automaton = object ? StructuredOutput::jsonObject
                     : () -> SchemaCompiler.compile(chat.format().schema());
         } else if (format != null && (chat.callForced() || format == ToolCallFormat.HERMES)) {
             param = "tools";

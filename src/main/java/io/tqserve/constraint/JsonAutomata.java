@@ -19,7 +19,19 @@ public final class JsonAutomata {
     /** Most fraction digits of a number. */
     static final int MAX_FRACTION_DIGITS = 15;
 
+    private static final java.util.Map<String, Automaton> MEMO = new java.util.concurrent.ConcurrentHashMap<>();
+
     private JsonAutomata() {
+    }
+
+    /** Building blocks are built once per JVM (dk.brics operations copy their operands, so sharing is safe). */
+    private static Automaton memo(String key, java.util.function.Supplier<Automaton> build) {
+        Automaton a = MEMO.get(key);
+        if (a == null) {
+            a = build.get();
+            MEMO.putIfAbsent(key, a);
+        }
+        return a;
     }
 
     /** The UTF-8 bytes of {@code s} as one char per byte. */
@@ -51,6 +63,10 @@ public final class JsonAutomata {
 
     /** One character of a JSON string's contents: an unescaped character (as valid UTF-8) or an escape. */
     static Automaton stringChar() {
+        return memo("char", JsonAutomata::buildStringChar);
+    }
+
+    private static Automaton buildStringChar() {
         Automaton cont = range(0x80, 0xBF);
         Automaton plain = any(range(0x20, 0x21), range(0x23, 0x5B), range(0x5D, 0x7F));
         Automaton utf8 = any(
@@ -72,6 +88,10 @@ public final class JsonAutomata {
 
     /** A JSON string of {@code min..max} characters ({@code max < 0}: unbounded). */
     public static Automaton string(int min, int max) {
+        return memo("string:" + min + ":" + max, () -> buildString(min, max));
+    }
+
+    private static Automaton buildString(int min, int max) {
         Automaton c = stringChar();
         Automaton body = max < 0 ? c.repeat(min) : c.repeat(min, max);
         Automaton a = seq(Automaton.makeChar('"'), body, Automaton.makeChar('"'));
@@ -97,6 +117,10 @@ public final class JsonAutomata {
 
     /** A number: an integer part and an optional fraction, no exponent. */
     public static Automaton number() {
+        return memo("number", JsonAutomata::buildNumber);
+    }
+
+    private static Automaton buildNumber() {
         Automaton fraction = seq(Automaton.makeChar('.'), digits(1, MAX_FRACTION_DIGITS)).optional();
         Automaton a = seq(Automaton.makeChar('-').optional(), natural(MAX_INT_DIGITS), fraction);
         a.minimize();
@@ -154,20 +178,24 @@ public final class JsonAutomata {
      * automaton linear in the depth (a regular expression written out would grow 4^depth).
      */
     public static Automaton anyValue(int depth) {
+        return memo("any:" + depth, () -> buildAnyValue(depth));
+    }
+
+    private static Automaton buildAnyValue(int depth) {
         Automaton scalar = any(string(0, -1), number(), bool(), nul());
         scalar.minimize();
-        Automaton v = scalar;
-        for (int d = 1; d <= depth; d++) {
-            Automaton next = any(scalar, list('{', member(v), 0, -1, '}'), array(v, 0, -1));
-            next.minimize();
-            v = next;
+        if (depth == 0) {
+            return scalar;
         }
-        return v;
+        Automaton v = anyValue(depth - 1);
+        Automaton next = any(scalar, list('{', member(v), 0, -1, '}'), array(v, 0, -1));
+        next.minimize();
+        return next;
     }
 
     /** Any JSON object whose values nest at most {@code depth - 1} containers deeper. */
     public static Automaton anyObject(int depth) {
-        return list('{', member(anyValue(depth - 1)), 0, -1, '}');
+        return memo("object:" + depth, () -> list('{', member(anyValue(depth - 1)), 0, -1, '}'));
     }
 
     /**

@@ -19,8 +19,13 @@ import java.util.Set;
  * out; members the schema does not declare are never written (valid whatever additionalProperties says).
  */
 public final class SchemaCompiler {
-    /** Nesting depth of free-form JSON values. */
-    public static final int FREE_DEPTH = 3;
+    /**
+     * Nesting depth of free-form JSON values (a schema part without a type, an object without properties). Each
+     * level of free JSON costs seconds of dk.brics determinization and minimization on first use (the automaton
+     * of JSON with a string, number and member alphabet of byte ranges grows about 2.2x per level), so free parts
+     * stay shallow: scalars or flat arrays and objects of scalars.
+     */
+    public static final int FREE_DEPTH = 1;
     /** Largest automaton a schema may compile to. */
     public static final int MAX_STATES = 200_000;
     private static final Set<String> ANNOTATIONS = Set.of("title", "description", "$schema", "$id", "$comment",
@@ -128,7 +133,7 @@ public final class SchemaCompiler {
     }
 
     private Automaton ref(String ref, String at) {
-        if (!ref.startsWith("#/")) {
+        if (!ref.equals("#") && !ref.startsWith("#/")) {
             throw new UnsupportedSchemaException("$ref", "$ref '" + ref + "' at " + at
                     + " is not a local reference (#/$defs/... or #/definitions/...)");
         }
@@ -137,7 +142,7 @@ public final class SchemaCompiler {
                     + "not supported");
         }
         Object target = root;
-        for (String part : ref.substring(2).split("/")) {
+        for (String part : ref.length() < 2 ? new String[0] : ref.substring(2).split("/")) {
             String key = part.replace("~1", "/").replace("~0", "~");
             target = target instanceof Map<?, ?> m ? m.get(key) : null;
         }
@@ -240,7 +245,7 @@ public final class SchemaCompiler {
             throw unsupported("uniqueItems", at);
         }
         Object items = m.get("items");
-        Automaton item = items == null ? JsonAutomata.anyValue(FREE_DEPTH - 1) : value(items, at + "/items");
+        Automaton item = items == null ? JsonAutomata.anyValue(FREE_DEPTH) : value(items, at + "/items");
         int min = Scalars.count(m, "minItems", at, 0);
         int max = Scalars.count(m, "maxItems", at, -1);
         return JsonAutomata.array(item, min, max);
