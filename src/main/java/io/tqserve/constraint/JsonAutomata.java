@@ -216,9 +216,7 @@ public final class JsonAutomata {
             for (int e = 0; e < 2; e++) {
                 Automaton lead = e == 1 ? seq(Automaton.makeChar(','), space()) : Automaton.makeEmptyString();
                 Automaton present = seq(lead, member, rest.get(i + 1)[1]);
-                Automaton a = required.get(i) ? present : any(present, rest.get(i + 1)[e]);
-                a.minimize();
-                rest.get(i)[e] = a;
+                rest.get(i)[e] = required.get(i) ? present : any(present, rest.get(i + 1)[e]);
             }
         }
         Automaton a = seq(Automaton.makeChar('{'), rest.get(0)[0], Automaton.makeChar('}'));
