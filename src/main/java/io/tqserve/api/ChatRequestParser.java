@@ -44,7 +44,7 @@ final class ChatRequestParser {
                 textOnly &= m.isString() && m.asString().equals("text");
             }
             if (!textOnly) {
-                throw ApiException.invalid("modalities", "only the \"text\" modality is supported");
+                throw ApiException.invalid("modalities", "modalities: only the \"text\" modality is supported");
             }
         }
     }

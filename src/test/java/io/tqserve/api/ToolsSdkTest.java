@@ -29,6 +29,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
@@ -178,5 +179,65 @@ class ToolsSdkTest extends ServingTestContext {
             String text = c.choices().getFirst().message().content().orElseThrow();
             assertThat(movie.validate(text, InputFormat.JSON)).as(text).isEmpty();
         }
+    }
+
+    static String chatBody(String extra) {
+        return chatBody(4, extra);
+    }
+
+    static String chatBody(int maxTokens, String extra) {
+        return "{\"model\":\"tiny-llama-h128\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+                + "\"max_tokens\":" + maxTokens + ",\"temperature\":0" + extra + "}";
+    }
+
+    @Test
+    void unsupportedSchemaKeywordIsA400NamingIt() throws Exception {
+        var r = post("/v1/chat/completions", chatBody(",\"response_format\":{\"type\":\"json_schema\","
+                + "\"json_schema\":{\"name\":\"x\",\"schema\":{\"type\":\"object\",\"properties\":"
+                + "{\"code\":{\"type\":\"string\",\"pattern\":\"^[A-Z]+$\"}}}}}"));
+        assertThat(r.statusCode()).isEqualTo(400);
+        JsonNode e = JSON.readTree(r.body()).get("error");
+        assertThat(e.get("param").asString()).isEqualTo("response_format");
+        assertThat(e.get("code").asString()).isEqualTo("unsupported_schema");
+        assertThat(e.get("message").asString()).contains("'pattern'").contains("#/properties/code");
+        var tool = post("/v1/chat/completions", chatBody(60, ",\"tools\":[{\"type\":\"function\",\"function\":"
+                + "{\"name\":\"f\",\"parameters\":{\"type\":\"object\",\"minProperties\":1}}}],"
+                + "\"tool_choice\":\"required\""));
+        assertThat(tool.statusCode()).isEqualTo(400);
+        assertThat(JSON.readTree(tool.body()).get("error").get("message").asString()).contains("'minProperties'");
+    }
+
+    @Test
+    void unimplementedOutputChangingFieldsAreA400NamingThem() throws Exception {
+        for (String[] c : new String[][] {{",\"n\":2", "n"}, {",\"audio\":{\"voice\":\"alloy\"}", "audio"},
+                {",\"modalities\":[\"text\",\"audio\"]", "modalities"},
+                {",\"prediction\":{\"type\":\"content\",\"content\":\"x\"}", "prediction"},
+                {",\"web_search_options\":{}", "web_search_options"}, {",\"reasoning_effort\":\"low\"",
+                    "reasoning_effort"}}) {
+            var r = post("/v1/chat/completions", chatBody(c[0]));
+            assertThat(r.statusCode()).as(c[1]).isEqualTo(400);
+            JsonNode e = JSON.readTree(r.body()).get("error");
+            assertThat(e.get("param").asString()).isEqualTo(c[1]);
+            assertThat(e.get("message").asString()).contains(c[1]);
+        }
+    }
+
+    @Test
+    void harmlessFieldsAreAccepted() throws Exception {
+        var r = post("/v1/chat/completions", chatBody(",\"store\":true,\"metadata\":{\"k\":\"v\"},"
+                + "\"service_tier\":\"auto\",\"user\":\"u1\",\"safety_identifier\":\"s\","
+                + "\"prompt_cache_key\":\"p\",\"modalities\":[\"text\"],\"parallel_tool_calls\":false,"
+                + "\"some_vendor_field\":{\"x\":1}"));
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+        assertThat(JSON.readTree(r.body()).get("choices").get(0).get("message").get("content").isString()).isTrue();
+    }
+
+    @Test
+    void jsonObjectModeGivesAnObject() throws Exception {
+        var r = post("/v1/chat/completions", chatBody(40, ",\"response_format\":{\"type\":\"json_object\"},"
+                + "\"temperature\":1,\"seed\":3"));
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+        String content = JSON.readTree(r.body()).get("choices").get(0).get("message").get("content").asString();
+        assertThat(JSON.readTree(content).isObject()).as(content).isTrue();
     }
 }
