@@ -12,6 +12,7 @@ reasoning and calls a parser must recover from it.
 """
 import json
 import os
+from datetime import datetime
 
 import jinja2
 import jinja2.ext
@@ -29,7 +30,7 @@ def env():
     def raise_exception(message):
         raise jinja2.exceptions.TemplateError(message)
     e.globals["raise_exception"] = raise_exception
-    e.globals["strftime_now"] = lambda fmt: "2026-01-15"
+    e.globals["strftime_now"] = lambda fmt: datetime(2026, 1, 15, 12, 0, 0).strftime(fmt)
     return e
 
 

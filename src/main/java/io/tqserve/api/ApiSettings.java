@@ -22,7 +22,7 @@ import java.util.List;
 public record ApiSettings(List<String> keys, boolean strictModelId, int defaultMaxTokens, Duration keepAliveInterval,
         Duration retryAfter, Duration requestTimeout, Duration shutdownGracePeriod, boolean logPrompts,
         int maxMessages, int maxPromptChars, List<String> openActuator, List<String> corsAllowedOrigins) {
-    /** Defaults of application.yml for the settings not given. */
+    /** TqserveProperties.Api defaults for the settings the short constructor does not take (tests). */
     public static final Duration DEFAULT_REQUEST_TIMEOUT = Duration.ofMinutes(10);
 
     public ApiSettings {

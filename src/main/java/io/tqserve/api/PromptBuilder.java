@@ -2,10 +2,12 @@ package io.tqserve.api;
 
 import io.tqserve.engine.GenerationRequest;
 import io.tqserve.engine.SamplingParams;
-import io.tqserve.model.ChatTemplate;
+import io.tqserve.model.ChatMessage;
 import io.tqserve.model.GenerationConfig;
 import io.tqserve.model.Model;
 import java.util.Map;
+import io.tqserve.template.ChatTemplate;
+import io.tqserve.template.TemplateException;
 
 /**
  * Turns a parsed request into token ids and sampling parameters: renders the chat template, tokenizes, checks the
@@ -56,14 +58,16 @@ final class PromptBuilder {
                 throw ApiException.invalid("messages", "the served model has no chat template; use /v1/completions");
             }
             ChatRequest chat = r.chat();
-            boolean withTools = structured.toolFormat(chat).isPresent();
-            try {
-                rendered = chat == null ? template.render(r.messages(), true)
-                        : template.renderTurns(chat.turns(), withTools ? chat.tools() : null, true, Map.of());
-            } catch (ApiException e) {
-                throw e;
-            } catch (RuntimeException e) {
-                throw ApiException.invalid("messages", "the chat template rejected the messages: " + e.getMessage());
+            if (chat == null) {
+                rendered = render(template, r.messages(), true);
+            } else {
+                boolean withTools = structured.toolFormat(chat).isPresent();
+                try {
+                    rendered = template.render(chat.turns(), withTools ? chat.tools() : null, true, Map.of());
+                } catch (TemplateException e) {
+                    throw ApiException.invalid("messages", e.raisedByTemplate() ? e.getMessage()
+                            : "the chat template failed on the messages: " + e.getMessage());
+                }
             }
             ids = model.tokenizer().encode(rendered);
         } else if (r.promptIds() != null) {
@@ -118,5 +122,19 @@ final class PromptBuilder {
             throw ApiException.invalid("ignore_eos", "ignore_eos cannot be combined with response_format or tools");
         }
         return new Prepared(r, echo, new GenerationRequest(ids, params, prefix, null, plan.rules()), plan);
+    }
+
+    /**
+     * Renders messages with the model's chat template. A conversation the template refuses through
+     * {@code raise_exception} is a 400 with exactly the template's message (as Python raises it); any other
+     * template error is a 400 naming the error and the template line.
+     */
+    static String render(ChatTemplate template, java.util.List<ChatMessage> messages, boolean addGenerationPrompt) {
+        try {
+            return template.render(ChatMessage.asTemplateValues(messages), addGenerationPrompt);
+        } catch (TemplateException e) {
+            throw ApiException.invalid("messages", e.raisedByTemplate() ? e.getMessage()
+                    : "the chat template failed on the messages: " + e.getMessage());
+        }
     }
 }

@@ -3,8 +3,8 @@ package io.tqserve.api;
 import io.tqserve.api.openai.ModelList;
 import io.tqserve.api.openai.Wire;
 import io.tqserve.model.ChatMessage;
-import io.tqserve.model.ChatTemplate;
 import io.tqserve.model.Model;
+import io.tqserve.template.ChatTemplate;
 import io.tqserve.routing.ServingRuntime;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -97,11 +97,7 @@ public final class TokenizeHandler {
         JsonNode agp = body.get("add_generation_prompt");
         boolean addGenerationPrompt = agp == null || !agp.isBoolean() || agp.booleanValue();
         List<ChatMessage> ms = new ArrayList<>(chat.messages());
-        try {
-            return template.render(ms, addGenerationPrompt);
-        } catch (RuntimeException e) {
-            throw ApiException.invalid("messages", "the chat template rejected the messages: " + e.getMessage());
-        }
+        return PromptBuilder.render(template, ms, addGenerationPrompt);
     }
 
     public Mono<ServerResponse> detokenize(ServerRequest request) {

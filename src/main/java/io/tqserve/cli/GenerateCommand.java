@@ -60,7 +60,7 @@ final class GenerateCommand {
                 if (model.chatTemplate() == null) {
                     throw new IllegalArgumentException("the model has no chat template; drop --chat");
                 }
-                String rendered = model.chatTemplate().render(List.of(new ChatMessage("user", prompt)), true);
+                String rendered = model.chatTemplate().render(ChatMessage.asTemplateValues(List.of(new ChatMessage("user", prompt))), true);
                 ids = model.tokenizer().encode(rendered);
             } else {
                 ids = model.tokenizer().encode(prompt);

@@ -137,14 +137,6 @@ public final class Http1Client implements Closeable {
         return close ? new CloseAtEnd(raw) : raw;
     }
 
-    /** The raw output of the connection (tests write partial requests with it); connects if needed. */
-    public OutputStream rawOutput() throws IOException {
-        if (socket == null) {
-            connect();
-        }
-        return out;
-    }
-
     private void connect() throws IOException {
         socket = new Socket(host, port);
         socket.setTcpNoDelay(true);

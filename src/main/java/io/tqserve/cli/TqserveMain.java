@@ -14,7 +14,21 @@ public final class TqserveMain {
               test                                  run the test suite (handled by the launcher script)
             """;
 
+    /** Logback configuration of the verbs other than serve: all logging to stderr. */
+    static final String CLI_LOGGING = "io/tqserve/cli/logback-cli.xml";
+
     private TqserveMain() {
+    }
+
+    /**
+     * Sends every log line of a non-serve verb to stderr: without a configuration Logback logs to stdout at DEBUG,
+     * which put the tokenizer library's lines in front of the generated text. Must run before the first logger is
+     * created; a {@code -Dlogback.configurationFile} given by the user wins.
+     */
+    static void cliLogging() {
+        if (System.getProperty("logback.configurationFile") == null) {
+            System.setProperty("logback.configurationFile", CLI_LOGGING);
+        }
     }
 
     public static void main(String[] args) {
@@ -28,6 +42,7 @@ public final class TqserveMain {
             }
             return; // the server keeps running on its own threads
         }
+        cliLogging();
         int code;
         try {
             code = switch (verb) {

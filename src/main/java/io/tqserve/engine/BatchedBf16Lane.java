@@ -189,10 +189,9 @@ public final class BatchedBf16Lane extends AbstractLane {
 
     /**
      * Samples, on the kernel threads, the next token of every sequence that samples after this pass: sampling (a
-     * softmax over the vocabulary, and a sort for top-k/top-p) is the heaviest per-sequence work between two passes
-     * (0.2-0.3 ms per token on a 32k vocabulary) and ran on the lane thread alone while the kernel threads waited.
-     * {@link #consume} then hands the tokens out in order on this thread, as before; each sequence's tokens are the
-     * same, its sampler being its own.
+     * softmax over the vocabulary, and a sort for top-k/top-p) is the heaviest per-sequence work between two passes,
+     * and on the lane thread alone it would leave the kernel threads idle. {@link #consume} then hands the tokens out
+     * in order on this thread; each sequence's tokens do not depend on where it sampled, its sampler being its own.
      */
     private void presample(List<Transformer.Chunk> chunks, List<Sequence> owners, float[] logits, int vocab) {
         int[] sampling = new int[chunks.size()];

@@ -123,9 +123,8 @@ public final class Sampler {
     /**
      * Sorted candidate set after top-k, top-p and min-p, then one draw. The walk below visits the most likely tokens
      * in order until top-k, min-p or top-p stops it; it only ever reaches a prefix of the order by probability. So
-     * instead of sorting the whole vocabulary (a sort of 32,000 keys cost ~350 µs per token, more than the softmax),
-     * only the tokens with a probability of at least {@code tau} are sorted, with tau lowered until that set surely
-     * holds the walked prefix: at least {@code keep} tokens, or tau at or below the min-p cutoff, or a mass beyond
+     * instead of sorting the whole vocabulary (which costs more than the softmax), only the tokens with a probability
+     * of at least {@code tau} are sorted, with tau lowered until that set surely holds the walked prefix: at least {@code keep} tokens, or tau at or below the min-p cutoff, or a mass beyond
      * top-p (with a margin far above the rounding of the sums). Tokens of equal probability are ordered by id in both,
      * so the candidates, their order and the draw are the same as with a full sort.
      */

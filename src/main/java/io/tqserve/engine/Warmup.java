@@ -13,8 +13,8 @@ import java.util.function.BooleanSupplier;
 
 /**
  * Runs the code paths a request takes, on throwaway caches, before the server reports ready: the first request after
- * a start otherwise runs interpreted Vector API code (seconds on the tiny model: a JIT-cold prefill continuing a
- * quantized prefix measured 2x slower than a full prefill). Per round and KV scheme: a prefill (the matrix kernels),
+ * a start otherwise runs interpreted Vector API code (docs/configuration.md, {@code tqserve.backend.warmup}, has the
+ * cost). Per round and KV scheme: a prefill (the matrix kernels),
  * decode steps (the matrix-vector kernels, attention over the stored cache), a truncation and a prefill continuing
  * the kept prefix (prefix reuse), and a two-sequence step (the batched lane's multi-chunk forward). Rounds repeat
  * until one is no faster than the best before it (after at least three: the JIT has compiled these paths; in an

@@ -1,36 +1,30 @@
 package io.tqserve.kv;
 
+import io.tqserve.backend.AbstractSequenceKv;
 import io.tqserve.backend.ComputeBackend;
 import io.tqserve.backend.Kernels;
+import java.lang.foreign.MemorySegment;
 
 /**
  * What every cache scheme shares: length bookkeeping, the full-precision attention of a fresh prefill, and
- * the store-then-attend order of later steps. Subclasses store K/V in their format and attend over it.
+ * the store-then-attend order of later steps (the length and the argument checks come from
+ * {@link AbstractSequenceKv}). Subclasses store K/V in their format and attend over it.
  */
-public abstract class AbstractKvCache implements KvCache {
+public abstract class AbstractKvCache extends AbstractSequenceKv implements KvCache {
     protected final AttentionShape shape;
     protected final KvLayout layout;
     protected final ComputeBackend backend;
     protected final Kernels kernels;
-    protected final int maxTokens;
     protected final float scale;
     private final ThreadLocal<float[]> scores = new ThreadLocal<>();
-    protected int length;
-    private int pending = -1;
-    protected boolean closed;
 
     protected AbstractKvCache(KvScheme scheme, AttentionShape shape, ComputeBackend backend, int maxTokens) {
+        super(maxTokens, (long) shape.numKvHeads() * shape.layout(scheme).bytesPerTokenPerHead());
         this.shape = shape;
         this.layout = shape.layout(scheme);
         this.backend = backend;
         this.kernels = backend.kernels();
-        this.maxTokens = maxTokens;
         this.scale = (float) (1.0 / Math.sqrt(shape.headDim()));
-    }
-
-    @Override
-    public KvScheme scheme() {
-        return layout.scheme();
     }
 
     @Override
@@ -44,30 +38,10 @@ public abstract class AbstractKvCache implements KvCache {
     }
 
     @Override
-    public int length() {
-        return length;
-    }
-
-    @Override
-    public int maxTokens() {
-        return maxTokens;
-    }
-
-    @Override
     public final void attend(int layer, int rowOffset, int rows, float[] q, float[] k, float[] v, float[] out) {
-        if (closed) {
-            throw new IllegalStateException("KV cache is closed");
-        }
-        if (length + rows > maxTokens) {
-            throw new IllegalStateException("KV cache holds at most " + maxTokens + " tokens; "
-                    + (length + rows) + " requested");
-        }
-        if (pending >= 0 && pending != rows) {
-            throw new IllegalStateException("layers of one forward pass disagree on rows: " + pending + " vs " + rows);
-        }
-        pending = rows;
-        ensureCapacity(length + rows);
-        if (length == 0 && attendsFreshPrefillInFullPrecision()) {
+        beginPass(rows);
+        ensureCapacity(length() + rows);
+        if (length() == 0 && attendsFreshPrefillInFullPrecision()) {
             attendFloat(rowOffset, rows, q, k, v, out);
             store(layer, rowOffset, rows, k, v);
         } else {
@@ -77,63 +51,26 @@ public abstract class AbstractKvCache implements KvCache {
     }
 
     @Override
-    public final void importLayer(int layer, int count, java.lang.foreign.MemorySegment src) {
-        if (closed) {
-            throw new IllegalStateException("KV cache is closed");
-        }
-        if (length + count > maxTokens) {
-            throw new IllegalStateException("KV cache holds at most " + maxTokens + " tokens; " + (length + count)
-                    + " requested");
-        }
-        long need = (long) count * shape.numKvHeads() * layout.bytesPerTokenPerHead();
-        if (src.byteSize() < need) {
-            throw new IllegalArgumentException("import of " + count + " tokens needs " + need + " bytes, got "
-                    + src.byteSize());
-        }
-        if (pending >= 0 && pending != count) {
-            throw new IllegalStateException("layers of one import disagree on tokens: " + pending + " vs " + count);
-        }
-        pending = count;
-        ensureCapacity(length + count);
-        importEntries(layer, count, src);
+    public final void importLayer(int layer, int count, MemorySegment src) {
+        MemorySegment exact = beginImport(count, src);
+        ensureCapacity(length() + count);
+        importEntries(layer, count, exact);
     }
 
     @Override
-    public final void exportLayer(int layer, int from, int count, java.lang.foreign.MemorySegment dst) {
-        if (from < 0 || count < 0 || from + count > length) {
-            throw new IllegalArgumentException("export of tokens [" + from + ", " + (from + count) + ") from a cache of "
-                    + length);
-        }
-        exportEntries(layer, from, count, dst);
+    public final void exportLayer(int layer, int from, int count, MemorySegment dst) {
+        exportEntries(layer, from, count, checkExport(from, count, dst));
     }
 
     /** Writes entries of tokens length()..length()+count-1 of layer from src (canonical format). */
-    protected abstract void importEntries(int layer, int count, java.lang.foreign.MemorySegment src);
+    protected abstract void importEntries(int layer, int count, MemorySegment src);
 
     /** Reads entries of tokens [from, from+count) of layer into dst (canonical format). */
-    protected abstract void exportEntries(int layer, int from, int count, java.lang.foreign.MemorySegment dst);
+    protected abstract void exportEntries(int layer, int from, int count, MemorySegment dst);
 
     /** True for every scheme: a fresh prefill attends over its own unquantized K/V. */
     protected boolean attendsFreshPrefillInFullPrecision() {
         return true;
-    }
-
-    @Override
-    public void advance(int rows) {
-        if (pending >= 0 && rows != pending) {
-            throw new IllegalStateException("advance(" + rows + ") after a pass of " + pending + " rows");
-        }
-        length += rows;
-        pending = -1;
-    }
-
-    @Override
-    public void truncate(int tokens) {
-        if (tokens < 0 || tokens > length) {
-            throw new IllegalArgumentException("cannot truncate " + length + " tokens to " + tokens);
-        }
-        length = tokens;
-        pending = -1;
     }
 
     /** Grows storage so that {@code tokens} tokens fit. */

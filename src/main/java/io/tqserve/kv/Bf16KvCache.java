@@ -53,7 +53,7 @@ public final class Bf16KvCache extends AbstractKvCache {
         int headDim = shape.headDim();
         int kvDim = shape.kvDim();
         for (int r = 0; r < rows; r++) {
-            int pos = length + r;
+            int pos = length() + r;
             int c = pos / CHUNK;
             long within = (long) (pos % CHUNK) * headDim * 2;
             for (int g = 0; g < shape.numKvHeads(); g++) {
@@ -72,7 +72,7 @@ public final class Bf16KvCache extends AbstractKvCache {
     protected void importEntries(int layer, int count, MemorySegment src) {
         long half = (long) shape.headDim() * 2;
         for (int t = 0; t < count; t++) {
-            int pos = length + t;
+            int pos = length() + t;
             for (int g = 0; g < shape.numKvHeads(); g++) {
                 long entry = ((long) t * shape.numKvHeads() + g) * 2 * half;
                 long within = (long) (pos % CHUNK) * half;
@@ -124,7 +124,7 @@ public final class Bf16KvCache extends AbstractKvCache {
             int h = task % shape.numHeads();
             int g = h / group;
             int qOff = (rowOffset + r) * qDim + h * headDim;
-            int n = length + r + 1;
+            int n = length() + r + 1;
             float[] s = scores(n);
             for (int t = 0; t < n; ) { // four keys at a time (one load of q for four rows), never across a chunk
                 int within = t % CHUNK;
@@ -142,11 +142,8 @@ public final class Bf16KvCache extends AbstractKvCache {
     }
 
     @Override
-    public void close() {
-        if (!closed) {
-            closed = true;
-            chunks.clear();
-            arena.close();
-        }
+    protected void free() {
+        chunks.clear();
+        arena.close();
     }
 }

@@ -1,6 +1,7 @@
 package io.tqserve.kv;
 
 import io.tqserve.backend.DType;
+import io.tqserve.backend.Kernels;
 import io.tqserve.backend.Layouts;
 import io.tqserve.backend.Matrix;
 import java.lang.foreign.Arena;
@@ -74,5 +75,26 @@ public final class Bf16Prefix {
             long off) {
         codec.decode(src, off, k, 0, v, 0);
         store(layer, kvHead, pos, k, 0, v, 0);
+    }
+
+    /**
+     * Scores of one query head over the first nP tokens of (layer, kvHead):
+     * s[sOff + t] = (q[qOff, +headDim) · key_t) · scale.
+     */
+    public void scores(Kernels kernels, int layer, int kvHead, int nP, float[] q, int qOff, float scale, float[] s,
+            int sOff) {
+        Matrix keys = keys(layer, kvHead);
+        for (int t = 0; t < nP; t++) {
+            s[sOff + t] = kernels.dotRow(keys, t, q, qOff) * scale;
+        }
+    }
+
+    /** out[outOff, +headDim) += Σ_{t < nP} w[wOff + t] · value_t over the first nP tokens of (layer, kvHead). */
+    public void accumulate(Kernels kernels, int layer, int kvHead, int nP, float[] w, int wOff, float[] out,
+            int outOff) {
+        Matrix values = values(layer, kvHead);
+        for (int t = 0; t < nP; t++) {
+            kernels.axpyRow(w[wOff + t], values, t, out, outOff);
+        }
     }
 }

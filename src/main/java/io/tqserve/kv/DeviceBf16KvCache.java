@@ -5,7 +5,8 @@ import io.tqserve.backend.DeviceKv;
 /**
  * The bf16 KV cache held on a backend's device (MLX arrays on the MLX backend). Same layout and byte counts as
  * {@link Bf16KvCache}; the transformer hands {@link #device()} to the backend's device decoder, and the Java
- * forward reaches it through {@link #attend}.
+ * forward reaches it through {@link #attend}. Every call goes to the device cache, which checks its arguments
+ * with the same {@code backend.AbstractSequenceKv} checks as the Java caches.
  */
 public final class DeviceBf16KvCache implements KvCache {
     private final AttentionShape shape;
@@ -21,11 +22,6 @@ public final class DeviceBf16KvCache implements KvCache {
     /** The device-side cache. */
     public DeviceKv device() {
         return device;
-    }
-
-    @Override
-    public KvScheme scheme() {
-        return KvScheme.BF16;
     }
 
     @Override
@@ -65,22 +61,12 @@ public final class DeviceBf16KvCache implements KvCache {
 
     @Override
     public void exportLayer(int layer, int from, int count, java.lang.foreign.MemorySegment dst) {
-        long need = (long) count * shape.numKvHeads() * layout.bytesPerTokenPerHead();
-        if (dst.byteSize() < need) {
-            throw new IllegalArgumentException("export of " + count + " tokens needs " + need + " bytes, got "
-                    + dst.byteSize());
-        }
-        device.exportLayer(layer, from, count, dst.asSlice(0, need));
+        device.exportLayer(layer, from, count, dst);
     }
 
     @Override
     public void importLayer(int layer, int count, java.lang.foreign.MemorySegment src) {
-        long need = (long) count * shape.numKvHeads() * layout.bytesPerTokenPerHead();
-        if (src.byteSize() < need) {
-            throw new IllegalArgumentException("import of " + count + " tokens needs " + need + " bytes, got "
-                    + src.byteSize());
-        }
-        device.importLayer(layer, count, src.asSlice(0, need));
+        device.importLayer(layer, count, src);
     }
 
     @Override

@@ -1,71 +1,28 @@
 package io.tqserve.kv;
 
-/**
- * The KV cache of one sequence, all layers. A forward pass over {@code rows} new tokens calls
- * {@link #attend} once per layer (positions {@code length() .. length()+rows-1}), then {@link #advance}.
- *
- * <p>Semantics shared by every scheme: the first prefill of a fresh sequence (an empty cache) attends over
- * the chunk's own full-precision K/V, then stores them in the cache's format; every later step (decode, or a
- * prefill continuing a cached prefix) stores first and attends over what the cache holds.
- */
-public interface KvCache extends AutoCloseable {
+import io.tqserve.backend.SequenceKv;
 
-    KvScheme scheme();
+/**
+ * The KV cache of one sequence, all layers, in one {@link KvScheme}: the {@link SequenceKv} contract (attend,
+ * advance, export/import, truncate, close) plus what the scheme fixes — its byte layout and the bytes its
+ * committed tokens occupy.
+ */
+public interface KvCache extends SequenceKv {
 
     AttentionShape shape();
 
     /** The exact byte layout (bytes per token) of this cache. */
     KvLayout layout();
 
-    /** Committed tokens. */
-    int length();
-
-    /** Most tokens this cache may hold. */
-    int maxTokens();
+    default KvScheme scheme() {
+        return layout().scheme();
+    }
 
     /**
-     * Bytes the committed tokens occupy: exactly {@code layout().bytesFor(length())} (a quantized cache that keeps its
-     * first quantizedKvStart tokens in bf16 counts those at bf16's size).
+     * Bytes the committed tokens occupy: {@code layout().bytesFor(length())}, except in a quantized cache that keeps
+     * its first quantizedKvStart tokens in bf16, which counts those at bf16's size.
      */
     default long bytesUsed() {
         return layout().bytesFor(length());
     }
-
-    /** Bytes allocated (committed tokens plus the unused tail of the last chunk). */
-    long bytesAllocated();
-
-    /**
-     * Attention of layer {@code layer} for {@code rows} new tokens whose rows start at {@code rowOffset} in the
-     * given arrays; stores their K/V.
-     *
-     * @param q   (N, numHeads·headDim), RoPE applied
-     * @param k   (N, kvDim), RoPE applied
-     * @param v   (N, kvDim)
-     * @param out (N, numHeads·headDim) written for rows [rowOffset, rowOffset+rows)
-     */
-    void attend(int layer, int rowOffset, int rows, float[] q, float[] k, float[] v, float[] out);
-
-    /** Commits the {@code rows} tokens the last forward pass stored in every layer. */
-    void advance(int rows);
-
-    /**
-     * Copies tokens [from, from+count) of one layer to {@code dst} in the scheme's canonical entry format:
-     * (count, numKvHeads, {@code layout().bytesPerTokenPerHead()}) bytes, token-major. The entry of one token and
-     * head is the codec's per-token-per-head entry (for bf16: head_dim K values then head_dim V values, bf16
-     * little-endian). Used by snapshots and the prompt cache.
-     */
-    void exportLayer(int layer, int from, int count, java.lang.foreign.MemorySegment dst);
-
-    /**
-     * Stores {@code count} tokens of one layer from {@code src} (the {@link #exportLayer} format) at positions
-     * length() .. length()+count-1. After every layer has been imported, {@link #advance}(count) commits them.
-     */
-    void importLayer(int layer, int count, java.lang.foreign.MemorySegment src);
-
-    /** Drops every token from {@code tokens} on (prefix reuse); keeps the allocation. */
-    void truncate(int tokens);
-
-    /** Frees the cache's memory; the cache is unusable afterwards. Idempotent. */
-    @Override
-    void close();
 }

@@ -46,11 +46,6 @@ public sealed interface KvScheme permits KvScheme.Bf16, KvScheme.Turbo, KvScheme
             }
         }
 
-        /** 8-bit keys are signed (q8_0); 2/4/5-bit keys are unsigned. */
-        public boolean signedKeys() {
-            return kBits == 8;
-        }
-
         @Override
         public String id() {
             return "turbo:k" + kBits + "v" + vBits;

@@ -70,10 +70,6 @@ public final class UniformAffineCodec implements KvCodec {
         return codeBytes;
     }
 
-    public int keyBiasesOffset() {
-        return codeBytes + 2 * groups;
-    }
-
     public int valueCodesOffset() {
         return halfBytes();
     }

@@ -1,6 +1,7 @@
 package io.tqserve.model;
 
 import io.tqserve.backend.ComputeBackend;
+import io.tqserve.template.ChatTemplate;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -125,11 +126,6 @@ public final class Model implements AutoCloseable {
     /** Hex SHA-256 identifying config and weights. */
     public String fingerprint() {
         return fingerprint;
-    }
-
-    /** Bytes of mapped weights. */
-    public long weightBytes() {
-        return safetensors.byteSize();
     }
 
     @Override

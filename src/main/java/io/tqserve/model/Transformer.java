@@ -106,13 +106,8 @@ public final class Transformer implements AutoCloseable {
     }
 
     /**
-     * Runs the chunks and commits their tokens to their caches. Logits land in {@code state.logits()}: one row
-     * per chunk (its last token), or {@code count} rows for a chunk with {@code allLogits}, in chunk order.
-     */
-    /**
-     * gate = silu(gate) · up over the first {@code total} elements, split over the kernel threads: one exp per
-     * element makes it the largest elementwise step (6 % of a batched step's lane-thread time when it ran on the lane
-     * thread alone while the kernel threads waited). Elementwise, so the split changes no result.
+     * gate = silu(gate) · up over the first {@code total} elements, split over the kernel threads: with one exp per
+     * element it is the largest elementwise step of a batched forward. Elementwise, so the split changes no result.
      */
     private void swiglu(ForwardState state, int total) {
         int parts = Math.min(backend.threads(), total / 2048);
@@ -127,6 +122,10 @@ public final class Transformer implements AutoCloseable {
         });
     }
 
+    /**
+     * Runs the chunks and commits their tokens to their caches. Logits land in {@code state.logits()}: one row
+     * per chunk (its last token), or {@code count} rows for a chunk with {@code allLogits}, in chunk order.
+     */
     public float[] forward(ForwardState state, List<Chunk> chunks) {
         int n = 0;
         int logitRows = 0;

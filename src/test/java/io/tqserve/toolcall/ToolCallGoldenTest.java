@@ -2,7 +2,12 @@ package io.tqserve.toolcall;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.tqserve.model.ChatTemplate;
+import io.tqserve.template.ChatTemplate;
+import io.tqserve.template.TemplateOptions;
+import java.time.Clock;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.util.HashMap;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -95,15 +100,32 @@ class ToolCallGoldenTest {
     @MethodSource("cases")
     void javaRendersToolPromptsLikeJinja2(String name, JsonNode c) throws Exception {
         String template = c.get("template").asString();
-        if (!template.equals("tiny-llama-h128")) {
-            return; // the other templates' tool branches are the template engine's to match (io.tqserve.template)
+        Map<String, Object> special = new HashMap<>();
+        switch (template) {
+            case "qwen3" -> {
+                special.put("bos_token", null);
+                special.put("eos_token", "<|im_end|>");
+            }
+            case "tiny-llama-h128" -> {
+                special.put("bos_token", "<|endoftext|>");
+                special.put("eos_token", "<|endoftext|>");
+            }
+            case "llama3_1_json" -> {
+                special.put("bos_token", "<|begin_of_text|>");
+                special.put("eos_token", "<|eot_id|>");
+            }
+            default -> {
+                special.put("bos_token", "<s>");
+                special.put("eos_token", "</s>");
+            }
         }
-        ChatTemplate t = ChatTemplate.of(source(template), Map.of("bos_token", "<|endoftext|>",
-                "eos_token", "<|endoftext|>"));
+        // the generator's strftime_now formats 2026-01-15 12:00
+        Clock day = Clock.fixed(Instant.parse("2026-01-15T12:00:00Z"), ZoneOffset.UTC);
+        ChatTemplate t = ChatTemplate.compile(source(template), TemplateOptions.of(special).withClock(day));
         @SuppressWarnings("unchecked")
         List<Object> tools = JSON.convertValue(c.get("tools"), List.class);
-        String prompt = t.renderTurns(List.of(Map.of("role", "user", "content", "What is the weather in Paris?")),
-                tools, true, Map.of());
+        String prompt = t.render(List.of(Map.of("role", "user", "content", "What is the weather in Paris?")),
+                tools.isEmpty() ? null : tools, true, Map.of());
         assertThat(prompt).isEqualTo(c.get("prompt").asString());
     }
 }

@@ -20,7 +20,8 @@ import jdk.incubator.vector.VectorSpecies;
 public final class VectorKernels implements Kernels {
     // The vector expressions are written out in every loop on purpose: a small helper method returning a vector
     // is compiled on its own once hot, is then too big for C2 to inline (InlineSmallCode), and its result gets
-    // boxed on every call, which cuts the bandwidth of decode by up to 10x depending on compilation order.
+    // boxed on every call, which cuts decode bandwidth by a large factor depending on compilation order
+    // (docs/benchmarks.md, "Why the kernels look the way they do").
     static final VectorSpecies<Float> F = FloatVector.SPECIES_PREFERRED;
     static final VectorSpecies<Integer> I = IntVector.SPECIES_PREFERRED;
     /** Shorts with as many lanes as F: half the bit size. */

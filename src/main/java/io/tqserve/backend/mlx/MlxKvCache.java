@@ -1,5 +1,6 @@
 package io.tqserve.backend.mlx;
 
+import io.tqserve.backend.AbstractSequenceKv;
 import io.tqserve.backend.DeviceKv;
 import io.tqserve.backend.mlx.ffm.Mlx;
 import io.tqserve.backend.mlx.ffm.MlxArray;
@@ -14,7 +15,7 @@ import java.lang.foreign.MemorySegment;
  * written in place with {@code slice_update} (the old buffer is donated to the update, so a step copies only
  * the new rows).
  */
-final class MlxKvCache implements DeviceKv {
+final class MlxKvCache extends AbstractSequenceKv implements DeviceKv {
     /** Tokens added per growth. */
     static final int STEP = 256;
 
@@ -24,24 +25,20 @@ final class MlxKvCache implements DeviceKv {
     private final int numHeads;
     private final int numKvHeads;
     private final int headDim;
-    private final int maxTokens;
     private final float scale;
     private final MlxStore store;
     private final MlxArray[] keys;   // per layer (1, numKvHeads, capacity, headDim) bf16
     private final MlxArray[] values; // per layer (1, numKvHeads, capacity, headDim) bf16
     private int capacity;
-    private int length;
-    private int pending = -1;
-    private boolean closed;
 
     MlxKvCache(MlxBackend backend, int layers, int numHeads, int numKvHeads, int headDim, int maxTokens) {
+        super(maxTokens, (long) numKvHeads * 2 * headDim * 2);
         this.backend = backend;
         this.mlx = backend.mlx();
         this.layers = layers;
         this.numHeads = numHeads;
         this.numKvHeads = numKvHeads;
         this.headDim = headDim;
-        this.maxTokens = maxTokens;
         this.scale = (float) (1.0 / Math.sqrt(headDim));
         this.store = mlx.newStore();
         this.keys = new MlxArray[layers];
@@ -57,16 +54,6 @@ final class MlxKvCache implements DeviceKv {
     }
 
     @Override
-    public int length() {
-        return length;
-    }
-
-    @Override
-    public int maxTokens() {
-        return maxTokens;
-    }
-
-    @Override
     public long bytesAllocated() {
         return (long) capacity * layers * 2 * numKvHeads * headDim * 2;
     }
@@ -78,17 +65,8 @@ final class MlxKvCache implements DeviceKv {
      * bf16 values. The caller evaluates {@link #arrays(int)} together with its outputs.
      */
     MlxArray attention(MlxScope s, int layer, MlxArray q, MlxArray k, MlxArray v, int rows, MlxDtype dtype) {
-        if (closed) {
-            throw new IllegalStateException("KV cache is closed");
-        }
-        if (length + rows > maxTokens) {
-            throw new IllegalStateException("KV cache holds at most " + maxTokens + " tokens; "
-                    + (length + rows) + " requested");
-        }
-        if (pending >= 0 && pending != rows) {
-            throw new IllegalStateException("layers of one forward pass disagree on rows: " + pending + " vs " + rows);
-        }
-        pending = rows;
+        beginPass(rows);
+        int length = length();
         ensureCapacity(s, length + rows);
         int[] start = {0, 0, length, 0};
         int[] stop = {1, numKvHeads, length + rows, headDim};
@@ -113,7 +91,7 @@ final class MlxKvCache implements DeviceKv {
         if (tokens <= capacity) {
             return;
         }
-        int grown = Math.min(maxTokens, (tokens + STEP - 1) / STEP * STEP);
+        int grown = Math.min(maxTokens(), (tokens + STEP - 1) / STEP * STEP);
         MlxArray[] all = new MlxArray[2 * layers];
         for (int l = 0; l < layers; l++) {
             MlxArray tailK = s.zeros(MlxDtype.BFLOAT16, 1, numKvHeads, grown - capacity, headDim);
@@ -146,10 +124,7 @@ final class MlxKvCache implements DeviceKv {
 
     @Override
     public void exportLayer(int layer, int from, int count, MemorySegment dst) {
-        if (from < 0 || count < 0 || from + count > length) {
-            throw new IllegalArgumentException("export of tokens [" + from + ", " + (from + count) + ") from a cache of "
-                    + length);
-        }
+        MemorySegment exact = checkExport(from, count, dst);
         if (count == 0) {
             return;
         }
@@ -159,7 +134,7 @@ final class MlxKvCache implements DeviceKv {
             int[] stop = {1, numKvHeads, from + count, headDim};
             MlxArray k = s.transpose(s.slice(keys[layer], start, stop), 0, 2, 1, 3);   // (1, count, numKvHeads, headDim)
             MlxArray v = s.transpose(s.slice(values[layer], start, stop), 0, 2, 1, 3);
-            s.copyBits16(s.concatenate(3, k, v), dst); // (1, count, numKvHeads, 2·headDim), native = little-endian
+            s.copyBits16(s.concatenate(3, k, v), exact); // (1, count, numKvHeads, 2·headDim), native = little-endian
         } finally {
             backend.lock.unlock();
         }
@@ -167,24 +142,15 @@ final class MlxKvCache implements DeviceKv {
 
     @Override
     public void importLayer(int layer, int count, MemorySegment src) {
-        if (closed) {
-            throw new IllegalStateException("KV cache is closed");
-        }
-        if (length + count > maxTokens) {
-            throw new IllegalStateException("KV cache holds at most " + maxTokens + " tokens; " + (length + count)
-                    + " requested");
-        }
-        if (pending >= 0 && pending != count) {
-            throw new IllegalStateException("layers of one import disagree on tokens: " + pending + " vs " + count);
-        }
-        pending = count;
+        MemorySegment exact = beginImport(count, src);
+        int length = length();
         if (count == 0) {
             return;
         }
         backend.lock.lock();
         try (MlxScope s = mlx.newScope()) {
             ensureCapacity(s, length + count);
-            MlxArray kv = s.fromSegment(src, MlxDtype.BFLOAT16, 1, count, numKvHeads, 2 * headDim);
+            MlxArray kv = s.fromSegment(exact, MlxDtype.BFLOAT16, 1, count, numKvHeads, 2 * headDim);
             MlxArray k = s.transpose(s.slice(kv, new int[4], new int[] {1, count, numKvHeads, headDim}), 0, 2, 1, 3);
             MlxArray v = s.transpose(s.slice(kv, new int[] {0, 0, 0, headDim},
                     new int[] {1, count, numKvHeads, 2 * headDim}), 0, 2, 1, 3);
@@ -199,29 +165,7 @@ final class MlxKvCache implements DeviceKv {
     }
 
     @Override
-    public void advance(int rows) {
-        if (pending >= 0 && rows != pending) {
-            throw new IllegalStateException("advance(" + rows + ") after a pass of " + pending + " rows");
-        }
-        length += rows;
-        pending = -1;
-    }
-
-    @Override
-    public void truncate(int tokens) {
-        if (tokens < 0 || tokens > length) {
-            throw new IllegalArgumentException("cannot truncate " + length + " tokens to " + tokens);
-        }
-        length = tokens;
-        pending = -1;
-    }
-
-    @Override
-    public void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
+    protected void free() {
         backend.lock.lock();
         try {
             store.close();

@@ -6,8 +6,8 @@ package io.tqserve.kv.turbo;
  * float32(1/√d). It is orthonormal and its own inverse. Written by hand because no maintained Java library
  * reproduces this exact butterfly order, which the golden vectors pin bit for bit.
  *
- * <p>Each method has a scalar twin ({@code *Scalar}) that {@link VectorFwht} matches bit for bit; the plain
- * methods pick the Vector API unless {@code -Dtqserve.vector=false}.
+ * <p>This class holds the scalar code ({@code *Scalar}), which {@link VectorFwht} matches bit for bit; the plain
+ * methods run the {@linkplain TurboKernels#preferred() preferred} kernels.
  */
 public final class Fwht {
     private Fwht() {
@@ -15,22 +15,12 @@ public final class Fwht {
 
     /** In place: x[off, off+d) ← H·x, d in {64, 128, 256, 512}. */
     public static void transform(float[] x, int off, int d) {
-        float s = TurboConstants.invSqrtN(d);
-        if (TurboSimd.ENABLED) {
-            VectorFwht.transform(x, off, d, null, s);
-        } else {
-            transformScalar(x, off, d, null, s);
-        }
+        TurboKernels.preferred().transform(x, off, d, null, TurboConstants.invSqrtN(d));
     }
 
     /** Encode rotation in place: x ← H·(x ⊙ σ). */
     public static void rotate(float[] x, int off, int d) {
-        float[] sigma = TurboConstants.signsShared(d);
-        if (TurboSimd.ENABLED) {
-            VectorFwht.rotate(x, off, d, sigma);
-        } else {
-            rotateScalar(x, off, d, sigma);
-        }
+        TurboKernels.preferred().rotate(x, off, d, TurboConstants.signsShared(d));
     }
 
     /**
@@ -38,28 +28,7 @@ public final class Fwht {
      * attention accumulates) back into the original domain.
      */
     public static void unrotate(float[] x, int off, int d) {
-        float[] sigma = TurboConstants.signsShared(d);
-        float s = TurboConstants.invSqrtN(d);
-        if (TurboSimd.ENABLED) {
-            VectorFwht.transform(x, off, d, sigma, s);
-        } else {
-            transformScalar(x, off, d, sigma, s);
-        }
-    }
-
-    /** Scalar twin of {@link #transform}. */
-    public static void transformScalar(float[] x, int off, int d) {
-        transformScalar(x, off, d, null, TurboConstants.invSqrtN(d));
-    }
-
-    /** Scalar twin of {@link #rotate}. */
-    public static void rotateScalar(float[] x, int off, int d) {
-        rotateScalar(x, off, d, TurboConstants.signsShared(d));
-    }
-
-    /** Scalar twin of {@link #unrotate}. */
-    public static void unrotateScalar(float[] x, int off, int d) {
-        transformScalar(x, off, d, TurboConstants.signsShared(d), TurboConstants.invSqrtN(d));
+        TurboKernels.preferred().unrotate(x, off, d);
     }
 
     static void rotateScalar(float[] x, int off, int d, float[] sigma) {

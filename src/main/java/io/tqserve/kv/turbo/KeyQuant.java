@@ -47,11 +47,6 @@ public enum KeyQuant {
         return signed ? -maxCode() : 0;
     }
 
-    /** The canonical vllm-metal name, e.g. {@code q4_0}. */
-    public String quantName() {
-        return names.getFirst();
-    }
-
     /** The canonical name and its aliases. */
     public List<String> names() {
         return names;

@@ -1,7 +1,6 @@
 package io.tqserve.kv.turbo;
 
 import io.tqserve.backend.Kernels;
-import io.tqserve.backend.Matrix;
 import io.tqserve.kv.AttentionShape;
 import io.tqserve.kv.Bf16Prefix;
 import java.lang.foreign.MemorySegment;
@@ -47,16 +46,11 @@ final class TurboAttention {
         float scale = cache.scale();
         MemorySegment[] chunks = cache.chunkArray();
         long headBase = cache.headBase(layer, g);
-        boolean vector = cache.vector();
+        TurboKernels tk = cache.turboKernels();
         Scratch s = SCRATCH.get();
         float[] sc = s.scores(heads * stride);
-        if (nP > 0) {
-            Matrix keys = prefix.keys(layer, g);
-            for (int j = 0; j < heads; j++) {
-                for (int t = 0; t < nP; t++) {
-                    sc[j * stride + t] = kernels.dotRow(keys, t, q, qOff + j * d) * scale;
-                }
-            }
+        for (int j = 0; j < heads && nP > 0; j++) {
+            prefix.scores(kernels, layer, g, nP, q, qOff + j * d, scale, sc, j * stride);
         }
         if (path == AttentionPath.FUSED) {
             float[] qsum = s.qsum(heads * groups);
@@ -70,33 +64,19 @@ final class TurboAttention {
                 }
             }
             if (nT > 0) {
-                if (vector) {
-                    float[] qb = s.qb(heads * d * FusedScores.L);
-                    FusedScores.broadcastQueries(q, qOff, d, heads, d, qb);
-                    FusedScores.scores(lay, chunks, headBase, nT, qb, heads, qsum, sc, nP, stride, scale, s.kf(d * T));
-                } else {
-                    FusedScalar.scores(lay, chunks, headBase, nT, q, qOff, d, heads, qsum, sc, nP, stride, scale);
-                }
+                tk.scores(lay, chunks, headBase, nT, q, qOff, heads, qsum, sc, nP, stride, scale, s);
             }
             for (int j = 0; j < heads; j++) {
-                TurboSoftmax.softmax(sc, j * stride, n, vector);
+                tk.softmax(sc, j * stride, n);
             }
-            if (vector) {
-                FusedValues.values(lay, chunks, headBase, nT, sc, nP, stride, heads, out, qOff, d, s.row(d), s.codes(d));
-            } else {
-                FusedScalar.values(lay, chunks, headBase, nT, sc, nP, stride, heads, out, qOff, d, s.codes(d));
-            }
+            tk.values(lay, chunks, headBase, nT, sc, nP, stride, heads, out, qOff, s);
             for (int j = 0; j < heads; j++) {
-                unrotate(out, qOff + j * d, d, vector);
+                tk.unrotate(out, qOff + j * d, d);
             }
         } else {
             if (nT > 0) {
                 float[] kt = s.kt(d * nTPad);
-                if (vector) {
-                    TurboWindow.decodeKeys(lay, chunks, headBase, nT, kt, nTPad, s.kf(d * T));
-                } else {
-                    FusedScalar.decodeKeys(lay, chunks, headBase, nT, kt, nTPad);
-                }
+                tk.decodeKeys(lay, chunks, headBase, nT, kt, nTPad, s);
                 for (int j = 0; j < heads; j++) {
                     int o = j * stride + nP;
                     Arrays.fill(sc, o, o + nT, 0f);
@@ -107,11 +87,11 @@ final class TurboAttention {
                 }
             }
             for (int j = 0; j < heads; j++) {
-                TurboSoftmax.softmax(sc, j * stride, n, vector);
+                tk.softmax(sc, j * stride, n);
             }
             boolean deferred = path == AttentionPath.DEFERRED;
             float[] vw = s.vw(nT * d);
-            TurboWindow.decodeValues(lay, chunks, headBase, nT, vw, deferred, vector);
+            TurboWindow.decodeValues(tk, lay, chunks, headBase, nT, vw, deferred);
             for (int j = 0; j < heads; j++) {
                 int o = qOff + j * d;
                 Arrays.fill(out, o, o + d, 0f);
@@ -119,25 +99,12 @@ final class TurboAttention {
                     kernels.axpy(sc[j * stride + nP + t], vw, t * d, out, o, d);
                 }
                 if (deferred) {
-                    unrotate(out, o, d, vector);
+                    tk.unrotate(out, o, d);
                 }
             }
         }
-        if (nP > 0) {
-            Matrix values = prefix.values(layer, g);
-            for (int j = 0; j < heads; j++) {
-                for (int t = 0; t < nP; t++) {
-                    kernels.axpyRow(sc[j * stride + t], values, t, out, qOff + j * d);
-                }
-            }
-        }
-    }
-
-    private static void unrotate(float[] x, int off, int d, boolean vector) {
-        if (vector) {
-            Fwht.unrotate(x, off, d);
-        } else {
-            Fwht.unrotateScalar(x, off, d);
+        for (int j = 0; j < heads && nP > 0; j++) {
+            prefix.accumulate(kernels, layer, g, nP, sc, j * stride, out, qOff + j * d);
         }
     }
 

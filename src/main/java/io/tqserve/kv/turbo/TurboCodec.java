@@ -20,26 +20,22 @@ public final class TurboCodec implements KvCodec {
 
     private final TurboLayout layout;
     private final float[] centroids;
-    private final boolean vector;
+    private final TurboKernels kernels;
 
+    /** A codec on the {@linkplain TurboKernels#preferred() preferred} kernels. */
     public TurboCodec(TurboLayout layout) {
-        this(layout, TurboSimd.ENABLED);
+        this(layout, TurboKernels.preferred());
     }
 
-    /** A codec that uses the Vector API kernels when {@code vector}, else their scalar twins (parity tests). */
-    TurboCodec(TurboLayout layout, boolean vector) {
+    /** A codec on the given kernels (the parity tests run both implementations). */
+    TurboCodec(TurboLayout layout, TurboKernels kernels) {
         this.layout = layout;
         this.centroids = TurboConstants.centroidsShared(layout.vBits());
-        this.vector = vector && TurboSimd.ENABLED;
+        this.kernels = kernels;
     }
 
     public static TurboCodec of(KvScheme.Turbo scheme, int headDim) {
         return new TurboCodec(TurboLayout.of(scheme, headDim));
-    }
-
-    /** Scalar-kernel codec, bit-identical to the vector one. */
-    public static TurboCodec scalar(TurboLayout layout) {
-        return new TurboCodec(layout, false);
     }
 
     public TurboLayout layout() {
@@ -101,11 +97,7 @@ public final class TurboCodec implements KvCodec {
     @Override
     public void decodeKey(MemorySegment src, long off, float[] out, int outOff) {
         checkEntry(src, off);
-        if (vector) {
-            VectorDecode.decodeKey(layout, src, off, out, outOff);
-        } else {
-            KeyCodec.decodeScalar(layout, src, off, out, outOff);
-        }
+        kernels.decodeKey(layout, src, off, out, outOff);
     }
 
     /** The key codes of the entry as ints (−127…127 for signed 8-bit keys, else 0…2^kBits−1). */
@@ -141,32 +133,20 @@ public final class TurboCodec implements KvCodec {
     public void encodeValue(float[] v, int vOff, MemorySegment dst, long off) {
         checkEntry(dst, off);
         float[] scratch = SCRATCH.get();
-        if (vector) {
-            ValueCodec.encode(layout, v, vOff, dst, off, scratch);
-        } else {
-            ValueCodec.encodeScalar(layout, v, vOff, dst, off, scratch);
-        }
+        ValueCodec.encode(kernels, layout, v, vOff, dst, off, scratch);
     }
 
     /** Original-domain value decode: out = (H·y) ⊙ σ with y the rotated-domain values. */
     @Override
     public void decodeValue(MemorySegment src, long off, float[] out, int outOff) {
         decodeValueRotated(src, off, out, outOff);
-        if (vector) {
-            Fwht.unrotate(out, outOff, layout.headDim());
-        } else {
-            Fwht.unrotateScalar(out, outOff, layout.headDim());
-        }
+        kernels.unrotate(out, outOff, layout.headDim());
     }
 
     /** Rotated-domain value decode: out[outOff+i] = fl32(c[code_i]·scale_g), no inverse transform. */
     public void decodeValueRotated(MemorySegment src, long off, float[] out, int outOff) {
         checkEntry(src, off);
-        if (vector) {
-            VectorDecode.decodeValueRotated(layout, centroids, src, off, out, outOff);
-        } else {
-            ValueCodec.decodeRotatedScalar(layout, src, off, out, outOff);
-        }
+        kernels.decodeValueRotated(layout, centroids, src, off, out, outOff);
     }
 
     /** The value codes (codebook indices, 0…2^vBits−1) of the entry. */
@@ -195,11 +175,7 @@ public final class TurboCodec implements KvCodec {
      * original domain (equal to Σ w_t·decodeValue_t up to float rounding).
      */
     public void unrotate(float[] x, int off) {
-        if (vector) {
-            Fwht.unrotate(x, off, layout.headDim());
-        } else {
-            Fwht.unrotateScalar(x, off, layout.headDim());
-        }
+        kernels.unrotate(x, off, layout.headDim());
     }
 
     private void checkEntry(MemorySegment seg, long off) {

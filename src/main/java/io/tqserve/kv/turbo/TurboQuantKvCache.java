@@ -1,14 +1,11 @@
 package io.tqserve.kv.turbo;
 
 import io.tqserve.backend.ComputeBackend;
-import io.tqserve.kv.AbstractKvCache;
 import io.tqserve.kv.AttentionShape;
 import io.tqserve.kv.Bf16Prefix;
+import io.tqserve.kv.ChunkedKvCache;
 import io.tqserve.kv.KvScheme;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayList;
-import java.util.List;
 
 /**
  * The TurboQuant KV cache ({@code turbo:k<K>v<V>}): off-heap, growing in chunks of {@link #CHUNK} tokens. A chunk
@@ -20,24 +17,15 @@ import java.util.List;
  * <p>With {@code quantizedKvStart} N > 0 the first N tokens of the sequence are kept in bf16 ({@link Bf16Prefix});
  * the rest are stored quantized (turbo index = position − N).
  */
-public final class TurboQuantKvCache extends AbstractKvCache {
-    /** Tokens per allocation chunk (a multiple of the 16-token block). */
-    public static final int CHUNK = 256;
+public final class TurboQuantKvCache extends ChunkedKvCache {
     static final int BLOCKS = CHUNK / TurboBlockLayout.TOKENS;
     /** Below this many new entries per layer, store runs on the caller's thread. */
     private static final int PARALLEL_STORE_ENTRIES = 64;
 
-    private final Arena arena = Arena.ofShared();
-    private final List<MemorySegment> chunks = new ArrayList<>(); // each (layers, numKvHeads, BLOCKS, block bytes)
-    private MemorySegment[] chunkArray = new MemorySegment[0];
-    private final TurboCodec codec;
-    private final TurboBlockLayout blocks;
-    private final long chunkBytes;
-    private final int quantizedKvStart;
+    private final TurboBlockLayout blocks; // chunks are (layers, numKvHeads, BLOCKS, block bytes)
     private final AttentionPath path;
-    private final boolean vector;
+    private final TurboKernels turboKernels;
     private final TurboAttention attention;
-    private Bf16Prefix prefix;
 
     /** A cache with the fused path and no bf16 prefix. */
     public TurboQuantKvCache(KvScheme.Turbo scheme, AttentionShape shape, ComputeBackend backend, int maxTokens) {
@@ -50,32 +38,23 @@ public final class TurboQuantKvCache extends AbstractKvCache {
      */
     public TurboQuantKvCache(KvScheme.Turbo scheme, AttentionShape shape, ComputeBackend backend, int maxTokens,
             int quantizedKvStart, AttentionPath path) {
-        this(scheme, shape, backend, maxTokens, quantizedKvStart, path, TurboSimd.ENABLED);
+        this(scheme, shape, backend, maxTokens, quantizedKvStart, path, TurboKernels.preferred());
     }
 
-    /** As above; {@code vector} false runs the scalar twins of the attention kernels (parity tests). */
+    /** As above, on the given TurboQuant kernels (the parity tests run both implementations). */
     TurboQuantKvCache(KvScheme.Turbo scheme, AttentionShape shape, ComputeBackend backend, int maxTokens,
-            int quantizedKvStart, AttentionPath path, boolean vector) {
-        super(scheme, shape, backend, maxTokens);
-        if (quantizedKvStart < 0) {
-            throw new IllegalArgumentException("quantizedKvStart must be >= 0, got " + quantizedKvStart);
-        }
-        TurboLayout entry = TurboLayout.of(scheme, shape.headDim());
-        this.vector = vector && TurboSimd.ENABLED && FusedScores.SUPPORTED;
-        this.codec = this.vector ? new TurboCodec(entry) : TurboCodec.scalar(entry);
-        this.blocks = new TurboBlockLayout(entry);
-        this.chunkBytes = (long) blocks.bytes() * BLOCKS * shape.layers() * shape.numKvHeads();
-        this.quantizedKvStart = quantizedKvStart;
+            int quantizedKvStart, AttentionPath path, TurboKernels turboKernels) {
+        super(scheme, new TurboCodec(TurboLayout.of(scheme, shape.headDim()), turboKernels), shape, backend, maxTokens, quantizedKvStart,
+                (long) new TurboBlockLayout(TurboLayout.of(scheme, shape.headDim())).bytes() * BLOCKS * shape.layers()
+                        * shape.numKvHeads());
+        this.turboKernels = turboKernels;
+        this.blocks = new TurboBlockLayout(TurboLayout.of(scheme, shape.headDim()));
         this.path = path;
         this.attention = new TurboAttention(this);
     }
 
     public AttentionPath path() {
         return path;
-    }
-
-    public int quantizedKvStart() {
-        return quantizedKvStart;
     }
 
     // ---------------------------------------------------------------- what TurboAttention reads
@@ -85,15 +64,15 @@ public final class TurboQuantKvCache extends AbstractKvCache {
     }
 
     MemorySegment[] chunkArray() {
-        return chunkArray;
+        return chunks;
     }
 
     Bf16Prefix prefix() {
         return prefix;
     }
 
-    boolean vector() {
-        return vector;
+    TurboKernels turboKernels() {
+        return turboKernels;
     }
 
     float scale() {
@@ -116,46 +95,15 @@ public final class TurboQuantKvCache extends AbstractKvCache {
     // ---------------------------------------------------------------- storage
 
     @Override
-    public long bytesAllocated() {
-        return chunkBytes * chunks.size() + (prefix == null ? 0 : prefix.bytes());
-    }
-
-    /** KvLayout bytes of the quantized tokens plus bf16 bytes of the tokens kept in bf16. */
-    @Override
-    public long bytesUsed() {
-        int kept = Math.min(length, quantizedKvStart);
-        return shape.layout(KvScheme.BF16).bytesFor(kept) + layout.bytesFor(length - kept);
-    }
-
-    @Override
-    protected void ensureCapacity(int tokens) {
-        if (quantizedKvStart > 0 && prefix == null) {
-            prefix = new Bf16Prefix(shape, Math.min(quantizedKvStart, maxTokens), arena);
-        }
-        int quantized = Math.max(0, tokens - quantizedKvStart);
-        while ((long) chunks.size() * CHUNK < quantized) {
-            chunks.add(arena.allocate(chunkBytes, 64));
-        }
-        if (chunkArray.length != chunks.size()) {
-            chunkArray = chunks.toArray(new MemorySegment[0]);
-        }
-    }
-
-    @Override
     protected void store(int layer, int rowOffset, int rows, float[] k, float[] v) {
         int headDim = shape.headDim();
         int kvDim = shape.kvDim();
         int kvHeads = shape.numKvHeads();
-        int first = Math.max(0, quantizedKvStart - length); // rows before it go to the bf16 prefix
-        for (int r = 0; r < Math.min(first, rows); r++) {
-            for (int g = 0; g < kvHeads; g++) {
-                int src = (rowOffset + r) * kvDim + g * headDim;
-                prefix.store(layer, g, length + r, k, src, v, src);
-            }
-        }
+        int first = storePrefix(layer, rowOffset, rows, k, v); // rows before it went to the bf16 prefix
         if (first >= rows) {
             return;
         }
+        int length = length();
         int tiFrom = length + first - quantizedKvStart;
         int tiTo = length + rows - quantizedKvStart;
         int bFrom = tiFrom / TurboBlockLayout.TOKENS;
@@ -170,7 +118,7 @@ public final class TurboQuantKvCache extends AbstractKvCache {
             TurboAttention.Scratch s = TurboAttention.scratch();
             MemorySegment entry = s.entry(codec.entryBytes());
             int[] codes = s.codes(headDim);
-            MemorySegment seg = chunkArray[b / BLOCKS];
+            MemorySegment seg = chunks[b / BLOCKS];
             long blk = headBase(layer, g) + (long) (b % BLOCKS) * blocks.bytes();
             for (int ti = lo; ti < hi; ti++) {
                 int src = (rowOffset + rowOfTi0 + ti) * kvDim + g * headDim;
@@ -187,64 +135,27 @@ public final class TurboQuantKvCache extends AbstractKvCache {
         }
     }
 
-    @Override
-    protected void importEntries(int layer, int count, MemorySegment src) {
-        int entryBytes = codec.entryBytes();
-        int d = shape.headDim();
-        TurboAttention.Scratch s = TurboAttention.scratch();
-        int[] codes = s.codes(d);
-        for (int t = 0; t < count; t++) {
-            int pos = length + t;
-            for (int g = 0; g < shape.numKvHeads(); g++) {
-                long off = ((long) t * shape.numKvHeads() + g) * entryBytes;
-                if (pos < quantizedKvStart) {
-                    prefix.importEntry(layer, g, pos, codec, s.row(d), s.row2(d), src, off);
-                } else {
-                    int ti = pos - quantizedKvStart;
-                    blocks.scatter(src, off, chunkArray[ti / CHUNK], headBase(layer, g)
-                            + (long) (ti % CHUNK / TurboBlockLayout.TOKENS) * blocks.bytes(), ti % TurboBlockLayout.TOKENS, codes);
-                }
-            }
-        }
+    /** Offset of the 16-token block holding quantized token ti of (layer, kvHead) inside its chunk. */
+    private long blockOffset(int layer, int kvHead, int ti) {
+        return headBase(layer, kvHead) + (long) (ti % CHUNK / TurboBlockLayout.TOKENS) * blocks.bytes();
     }
 
     @Override
-    protected void exportEntries(int layer, int from, int count, MemorySegment dst) {
-        int entryBytes = codec.entryBytes();
-        int d = shape.headDim();
-        TurboAttention.Scratch s = TurboAttention.scratch();
-        int[] codes = s.codes(d);
-        for (int t = 0; t < count; t++) {
-            int pos = from + t;
-            for (int g = 0; g < shape.numKvHeads(); g++) {
-                long off = ((long) t * shape.numKvHeads() + g) * entryBytes;
-                if (pos < quantizedKvStart) {
-                    prefix.export(layer, g, pos, codec, s.row(d), s.row2(d), dst, off);
-                } else {
-                    int ti = pos - quantizedKvStart;
-                    blocks.gather(chunkArray[ti / CHUNK], headBase(layer, g)
-                            + (long) (ti % CHUNK / TurboBlockLayout.TOKENS) * blocks.bytes(), ti % TurboBlockLayout.TOKENS,
-                            dst, off, codes);
-                }
-            }
-        }
+    protected void importEntry(int layer, int kvHead, int ti, MemorySegment src, long off) {
+        blocks.scatter(src, off, chunks[ti / CHUNK], blockOffset(layer, kvHead, ti), ti % TurboBlockLayout.TOKENS,
+                TurboAttention.scratch().codes(shape.headDim()));
+    }
+
+    @Override
+    protected void exportEntry(int layer, int kvHead, int ti, MemorySegment dst, long off) {
+        blocks.gather(chunks[ti / CHUNK], blockOffset(layer, kvHead, ti), ti % TurboBlockLayout.TOKENS, dst, off,
+                TurboAttention.scratch().codes(shape.headDim()));
     }
 
     @Override
     protected void attendStored(int layer, int rowOffset, int rows, float[] q, float[] out) {
         int kvHeads = shape.numKvHeads();
         backend.parallelFor(rows * kvHeads, task -> attention.attend(path, layer, task % kvHeads, rowOffset,
-                task / kvHeads, length + task / kvHeads + 1, q, out));
-    }
-
-    @Override
-    public void close() {
-        if (!closed) {
-            closed = true;
-            chunks.clear();
-            chunkArray = new MemorySegment[0];
-            prefix = null;
-            arena.close();
-        }
+                task / kvHeads, length() + task / kvHeads + 1, q, out));
     }
 }

@@ -1,8 +1,8 @@
 package io.tqserve.kv.turbo;
 
 /**
- * Whether the codec's kernels use the Vector API. Off with {@code -Dtqserve.vector=false} or when the module
- * {@code jdk.incubator.vector} is not in the boot layer; decided once. Both paths give bit-identical results.
+ * Whether the codec's kernels use the Vector API, decided once: off with {@code -Dtqserve.vector=false} or when the
+ * module {@code jdk.incubator.vector} is not in the boot layer. Both choices give bit-identical results.
  */
 final class TurboSimd {
     /** The project-wide switch, shared with the CPU backend. */
@@ -10,6 +10,9 @@ final class TurboSimd {
 
     static final boolean ENABLED = !"false".equalsIgnoreCase(System.getProperty(PROPERTY, "true"))
             && ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent();
+
+    /** The kernels {@link TurboKernels#preferred()} returns. */
+    static final TurboKernels KERNELS = ENABLED ? new VectorTurboKernels() : new ScalarTurboKernels();
 
     private TurboSimd() {
     }

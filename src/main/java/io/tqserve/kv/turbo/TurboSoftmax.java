@@ -8,8 +8,8 @@ import jdk.incubator.vector.VectorSpecies;
 /**
  * The softmax of the turbo attention paths, with a polynomial exp built from float32 adds, multiplies and fmas
  * only, so that the Vector API kernel and its scalar twin give bit-identical results, before and after JIT
- * compilation. (The backend's softmax calls Math.exp per element for that reason; at 4k context that scalar exp
- * was about 40 % of the fused attention time. {@code VectorOperators.EXP} is not an option: its results may differ
+ * compilation. (The backend's softmax calls Math.exp per element for that reason, which makes the exp a large share
+ * of fused attention at long contexts. {@code VectorOperators.EXP} is not an option: its results may differ
  * between the interpreter and compiled code.) Written by hand because no maintained Java library offers a
  * reproducible vector exp.
  *
@@ -40,8 +40,17 @@ final class TurboSoftmax {
     private TurboSoftmax() {
     }
 
-    /** In place over x[off, off+n); Vector API when {@code vector} (8 or 16 lanes), else the scalar twin. */
-    static void softmax(float[] x, int off, int n, boolean vector) {
+    /** In place over x[off, off+n), Vector API (8 or 16 lanes: {@link FusedScores#SUPPORTED}). */
+    static void vector(float[] x, int off, int n) {
+        softmax(x, off, n, true);
+    }
+
+    /** The scalar twin of {@link #vector}, bit for bit. */
+    static void scalar(float[] x, int off, int n) {
+        softmax(x, off, n, false);
+    }
+
+    private static void softmax(float[] x, int off, int n, boolean vector) {
         float max = Float.NEGATIVE_INFINITY;
         for (int i = 0; i < n; i++) {
             max = Math.max(max, x[off + i]);

@@ -81,8 +81,8 @@ final class TurboWindow {
      * vw[t·headDim …] = value of token t, t < nT: rotated domain when {@code rotated}, else un-rotated per token
      * (original domain, as dequantize-on-fetch does).
      */
-    static void decodeValues(TurboBlockLayout lay, MemorySegment[] chunks, long headBase, int nT, float[] vw,
-            boolean rotated, boolean vector) {
+    static void decodeValues(TurboKernels kernels, TurboBlockLayout lay, MemorySegment[] chunks, long headBase, int nT,
+            float[] vw, boolean rotated) {
         TurboLayout entry = lay.entry();
         int d = lay.headDim();
         int blockBytes = lay.bytes();
@@ -92,16 +92,9 @@ final class TurboWindow {
             int tc = t % CHUNK;
             // the codec reads V codes at base + valueCodesOffset and V scales right after them, as this layout holds them
             long base = headBase + (long) (tc / T) * blockBytes + lay.valueEntryOffset(tc % T) - entry.valueCodesOffset();
-            if (vector) {
-                VectorDecode.decodeValueRotated(entry, centroids, seg, base, vw, t * d);
-                if (!rotated) {
-                    Fwht.unrotate(vw, t * d, d);
-                }
-            } else {
-                ValueCodec.decodeRotatedScalar(entry, seg, base, vw, t * d);
-                if (!rotated) {
-                    Fwht.unrotateScalar(vw, t * d, d);
-                }
+            kernels.decodeValueRotated(entry, centroids, seg, base, vw, t * d);
+            if (!rotated) {
+                kernels.unrotate(vw, t * d, d);
             }
         }
     }

@@ -27,19 +27,15 @@ final class ValueCodec {
     private ValueCodec() {
     }
 
-    /** Encodes v[vOff, vOff+headDim) into the V codes and V scales of the entry at {@code base}. */
-    static void encode(TurboLayout lay, float[] v, int vOff, MemorySegment dst, long base, float[] scratch) {
+    /**
+     * Encodes v[vOff, vOff+headDim) into the V codes and V scales of the entry at {@code base}, rotating with the
+     * given kernels' FWHT.
+     */
+    static void encode(TurboKernels kernels, TurboLayout lay, float[] v, int vOff, MemorySegment dst, long base,
+            float[] scratch) {
         int d = lay.headDim();
         copyClamped(v, vOff, scratch, d);
-        Fwht.rotate(scratch, 0, d);
-        encodeRotated(lay, scratch, dst, base);
-    }
-
-    /** Scalar twin of {@link #encode}: rotation by the scalar FWHT. */
-    static void encodeScalar(TurboLayout lay, float[] v, int vOff, MemorySegment dst, long base, float[] scratch) {
-        int d = lay.headDim();
-        copyClamped(v, vOff, scratch, d);
-        Fwht.rotateScalar(scratch, 0, d);
+        kernels.rotate(scratch, 0, d, TurboConstants.signsShared(d));
         encodeRotated(lay, scratch, dst, base);
     }
 

@@ -85,15 +85,15 @@ class FwhtTest {
                 for (float[] sg : new float[][] {null, sigma}) {
                     float[] a = x.clone();
                     float[] b = x.clone();
-                    Fwht.transformScalar(a, 3, d, sg, s);
-                    VectorFwht.transform(b, 3, d, sg, s);
+                    TurboParity.SCA.transform(a, 3, d, sg, s);
+                    TurboParity.VEC.transform(b, 3, d, sg, s);
                     assertArrayEquals(floatBits(a), floatBits(b), "d=" + d + " trial " + t);
                 }
                 if (TurboConstants.supportsHeadDim(d)) {
                     float[] a = x.clone();
                     float[] b = x.clone();
-                    Fwht.rotateScalar(a, 3, d, sigma);
-                    VectorFwht.rotate(b, 3, d, sigma);
+                    TurboParity.SCA.rotate(a, 3, d, sigma);
+                    TurboParity.VEC.rotate(b, 3, d, sigma);
                     assertArrayEquals(floatBits(a), floatBits(b), "rotate d=" + d);
                 }
             }

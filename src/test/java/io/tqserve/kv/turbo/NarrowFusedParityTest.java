@@ -52,10 +52,10 @@ class NarrowFusedParityTest {
                     for (AttentionPath path : AttentionPath.values()) {
                         float[] vec;
                         float[] sca;
-                        try (TurboQuantKvCache v = new TurboQuantKvCache(t, shape, backend, total, 0, path, true)) {
+                        try (TurboQuantKvCache v = new TurboQuantKvCache(t, shape, backend, total, 0, path, TurboParity.VEC)) {
                             vec = TurboAttentionPathsTest.run(v, in, prefill, total);
                         }
-                        try (TurboQuantKvCache s = new TurboQuantKvCache(t, shape, backend, total, 0, path, false)) {
+                        try (TurboQuantKvCache s = new TurboQuantKvCache(t, shape, backend, total, 0, path, TurboParity.SCA)) {
                             sca = TurboAttentionPathsTest.run(s, in, prefill, total);
                         }
                         if (!Arrays.equals(vec, sca)) {

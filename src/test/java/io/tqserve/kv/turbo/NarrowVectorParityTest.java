@@ -54,8 +54,8 @@ class NarrowVectorParityTest {
 
         private static void check(TurboLayout lay, Random rnd) {
             int d = lay.headDim();
-            TurboCodec vec = new TurboCodec(lay);
-            TurboCodec sca = TurboCodec.scalar(lay);
+            TurboCodec vec = new TurboCodec(lay, TurboParity.VEC);
+            TurboCodec sca = new TurboCodec(lay, TurboParity.SCA);
             byte[] a = new byte[lay.bytes() + 7];
             byte[] b = new byte[lay.bytes() + 7];
             for (int trial = 0; trial < 6; trial++) {

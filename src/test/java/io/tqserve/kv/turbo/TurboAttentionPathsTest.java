@@ -189,10 +189,10 @@ class TurboAttentionPathsTest {
         for (AttentionPath path : AttentionPath.values()) {
             float[] vec;
             float[] sca;
-            try (TurboQuantKvCache c = new TurboQuantKvCache(t, shape, backend, total, 0, path, true)) {
+            try (TurboQuantKvCache c = new TurboQuantKvCache(t, shape, backend, total, 0, path, TurboParity.VEC)) {
                 vec = run(c, in, prefill, total);
             }
-            try (TurboQuantKvCache c = new TurboQuantKvCache(t, shape, backend, total, 0, path, false)) {
+            try (TurboQuantKvCache c = new TurboQuantKvCache(t, shape, backend, total, 0, path, TurboParity.SCA)) {
                 sca = run(c, in, prefill, total);
             }
             assertArrayEquals(sca, vec, path.toString());
@@ -215,7 +215,8 @@ class TurboAttentionPathsTest {
             }
             for (AttentionPath path : List.of(AttentionPath.FUSED, AttentionPath.DEQUANT)) {
                 for (int twin = 0; twin < 2; twin++) {
-                    try (TurboQuantKvCache c = new TurboQuantKvCache(t, shape, backend, n + 4, 0, path, twin == 0)) {
+                    try (TurboQuantKvCache c = new TurboQuantKvCache(t, shape, backend, n + 4, 0, path,
+                            twin == 0 ? TurboParity.VEC : TurboParity.SCA)) {
                         c.importLayer(0, n, entries);
                         c.advance(n);
                         float[] out = new float[4 * shape.qDim()];
@@ -246,13 +247,13 @@ class TurboAttentionPathsTest {
         }
         for (AttentionPath path : AttentionPath.values()) {
             float[] vec;
-            try (TurboQuantKvCache c = new TurboQuantKvCache(t, shape, backend, total, 0, path, true)) {
+            try (TurboQuantKvCache c = new TurboQuantKvCache(t, shape, backend, total, 0, path, TurboParity.VEC)) {
                 vec = run(c, in, 5, total);
             }
             for (float x : vec) {
                 assertTrue(Float.isFinite(x), path + " produced " + x);
             }
-            try (TurboQuantKvCache c = new TurboQuantKvCache(t, shape, backend, total, 0, path, false)) {
+            try (TurboQuantKvCache c = new TurboQuantKvCache(t, shape, backend, total, 0, path, TurboParity.SCA)) {
                 assertArrayEquals(run(c, in, 5, total), vec, path.toString());
             }
         }

@@ -89,8 +89,8 @@ class TurboCodecPropertyTest {
                 for (KeyQuant kq : KeyQuant.values()) {
                     for (int vBits : TurboConstants.V_BITS) {
                         TurboLayout lay = new TurboLayout(kq, vBits, d);
-                        TurboCodec vec = new TurboCodec(lay);
-                        TurboCodec sca = TurboCodec.scalar(lay);
+                        TurboCodec vec = new TurboCodec(lay, TurboParity.VEC);
+                        TurboCodec sca = new TurboCodec(lay, TurboParity.SCA);
                         int[] offsets = {0, 1, 7, 31, 33, 127};
                         MemorySegment a = arena.allocate(lay.bytes() + 200);
                         MemorySegment b = arena.allocate(lay.bytes() + 200);

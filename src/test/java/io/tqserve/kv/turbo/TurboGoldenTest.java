@@ -109,8 +109,8 @@ class TurboGoldenTest {
         TurboLayout lay = layout(file);
         float[] x = f32(c.get("input_f32_hex"));
         assertEquals(lay.headDim(), x.length);
-        TurboCodec codec = new TurboCodec(lay);
-        TurboCodec scalar = TurboCodec.scalar(lay);
+        TurboCodec codec = new TurboCodec(lay, TurboParity.VEC);
+        TurboCodec scalar = new TurboCodec(lay, TurboParity.SCA);
         byte[] entry = new byte[lay.bytes()];
         byte[] entryScalar = new byte[lay.bytes()];
         codec.encode(x, 0, x, 0, entry, 0);
@@ -218,10 +218,10 @@ class TurboGoldenTest {
         assertEquals(lay.valueCodeBytes(), goldPacked.length);
 
         float[] rot = x.clone();
-        Fwht.rotate(rot, 0, d);
+        TurboParity.VEC.rotate(rot, 0, d, TurboConstants.signsShared(d));
         assertArrayEquals(goldRot, floatBits(rot), "FWHT(v ⊙ σ), vector");
         rot = x.clone();
-        Fwht.rotateScalar(rot, 0, d);
+        TurboParity.SCA.rotate(rot, 0, d, TurboConstants.signsShared(d));
         assertArrayEquals(goldRot, floatBits(rot), "FWHT(v ⊙ σ), scalar");
 
         int[] codes = new int[d];

@@ -36,8 +36,8 @@ class TurboSoftmaxTest {
                 ref[i] = Math.exp(a[3 + i] - max); // the float difference, as any float softmax takes it
                 sum += ref[i];
             }
-            TurboSoftmax.softmax(a, 3, n, true);
-            TurboSoftmax.softmax(b, 3, n, false);
+            TurboParity.VEC.softmax(a, 3, n);
+            TurboParity.SCA.softmax(b, 3, n);
             assertArrayEquals(b, a);
             for (int i = 0; i < n; i++) {
                 assertEquals(ref[i] / sum, a[3 + i], 2e-6 * ref[i] / sum + 1e-30, "element " + i);
@@ -65,8 +65,8 @@ class TurboSoftmaxTest {
             x[3 + n - 1] = -1e30f;
         }
         float[] y = x.clone();
-        TurboSoftmax.softmax(x, 3, n, true);
-        TurboSoftmax.softmax(y, 3, n, false);
+        TurboParity.VEC.softmax(x, 3, n);
+        TurboParity.SCA.softmax(y, 3, n);
         assertArrayEquals(y, x);
         assertEquals(1f, x[3]);
         for (int i = 0; i < n; i++) {
