@@ -234,8 +234,8 @@ class ToolsSdkTest extends ServingTestContext {
 
     @Test
     void jsonObjectModeGivesAnObject() throws Exception {
-        var r = post("/v1/chat/completions", chatBody(40, ",\"response_format\":{\"type\":\"json_object\"},"
-                + "\"temperature\":1,\"seed\":3"));
+        var r = post("/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+                + "\"max_tokens\":40,\"temperature\":1,\"seed\":3,\"response_format\":{\"type\":\"json_object\"}}");
         assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
         String content = JSON.readTree(r.body()).get("choices").get(0).get("message").get("content").asString();
         assertThat(JSON.readTree(content).isObject()).as(content).isTrue();
