@@ -166,19 +166,11 @@ public final class TokenConstraint {
         int n = 0;
         int[] nodeStack = new int[256];
         int[] stateStack = new int[256];
-        int sp = 0;
-        // depth-first over the trie; a child is pushed only when the automaton accepts its byte
-        for (int c = v.firstChild[0]; c >= 0; c = v.nextSibling[c]) {
-            int t = run.step(state, v.label[c]);
-            if (t >= 0 && distance[t] < UNREACHABLE) {
-                if (sp == nodeStack.length) {
-                    nodeStack = Arrays.copyOf(nodeStack, sp * 2);
-                    stateStack = Arrays.copyOf(stateStack, sp * 2);
-                }
-                nodeStack[sp] = c;
-                stateStack[sp++] = t;
-            }
-        }
+        // depth-first over the trie from the root (which holds no token); a child is pushed only when the
+        // automaton accepts its byte from its parent's state
+        nodeStack[0] = 0;
+        stateStack[0] = state;
+        int sp = 1;
         while (sp > 0) {
             int node = nodeStack[--sp];
             int s = stateStack[sp];
