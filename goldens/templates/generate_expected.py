@@ -64,6 +64,7 @@ SEMANTICS = [
     "{% macro m(a, b='B') %}[{{ a }}{{ b }}{{ caller() if caller is defined else '' }}]{% endmacro %}{{ m(1) }}{% call m(2, b='x') %}c{% endcall %}",
     "{% filter upper %}ab{{ 'c' }}{% endfilter %}|{% set t %}  in  {% endset %}{{ t|trim }}",
     "{% for x in 'abc' %}{{ loop.index0 }}{{ loop.index }}{{ loop.revindex }}{{ loop.revindex0 }}{{ loop.first }}{{ loop.last }}{{ loop.length }}{{ loop.previtem }}{{ loop.nextitem }}{{ loop.cycle('+', '-') }},{% endfor %}",
+    "{% for a in [1] %}{% for b in 'xy' %}{{ loop.depth }}{{ loop.depth0 }}{{ loop.index }}{% endfor %}{{ loop.index }}{% endfor %}",
     "{% for m in messages if m.role != 'system' %}{{ loop.index }}:{{ m.content }}{% else %}none{% endfor %}",
     "{% for i in range(10) %}{% if i is odd %}{% continue %}{% endif %}{% if i > 6 %}{% break %}{% endif %}{{ i }}{% endfor %}",
     "{{ 'abcdef'[1:4] }}{{ 'abcdef'[::-2] }}{{ [1,2,3,4][-2:] }}{{ messages[-1].content }}",

@@ -27,6 +27,10 @@ final class PromptBuilder {
      */
     record Prepared(ParsedRequest request, String echoText, GenerationRequest generation,
             StructuredOutput.Plan plan) {
+        /** The same request reading and filling another prompt-cache namespace. */
+        Prepared withCacheNamespace(String namespace) {
+            return new Prepared(request, echoText, generation.withCacheNamespace(namespace), plan);
+        }
     }
 
     private final Model model;

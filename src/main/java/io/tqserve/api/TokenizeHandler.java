@@ -57,7 +57,7 @@ public final class TokenizeHandler {
     public Mono<ServerResponse> tokenize(ServerRequest request) {
         return Mono.defer(() -> {
             Model model = Readiness.require(runtime, settings).model();
-            return request.bodyToMono(byte[].class).defaultIfEmpty(new byte[0]).map(Json::read)
+            return Json.body(request).map(Json::read)
                     .publishOn(scheduler)
                     .map(body -> {
                         if (!body.isObject()) {
@@ -103,7 +103,7 @@ public final class TokenizeHandler {
     public Mono<ServerResponse> detokenize(ServerRequest request) {
         return Mono.defer(() -> {
             Model model = Readiness.require(runtime, settings).model();
-            return request.bodyToMono(byte[].class).defaultIfEmpty(new byte[0]).map(Json::read)
+            return Json.body(request).map(Json::read)
                     .publishOn(scheduler)
                     .map(body -> {
                         JsonNode tokens = body.get("tokens");

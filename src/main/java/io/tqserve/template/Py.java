@@ -55,7 +55,40 @@ final class Py {
         if (v instanceof CharSequence s) {
             return s.toString();
         }
+        if (v instanceof tools.jackson.databind.JsonNode n) {
+            return fromJson(n);
+        }
         throw new IllegalArgumentException("not a JSON-like value for a chat template: " + v.getClass().getName());
+    }
+
+    /** A Jackson tree as Python's json.loads would give it (objects keep their key order). */
+    private static Object fromJson(tools.jackson.databind.JsonNode n) {
+        if (n.isObject()) {
+            Map<Object, Object> out = new LinkedHashMap<>();
+            n.properties().forEach(e -> out.put(e.getKey(), fromJson(e.getValue())));
+            return out;
+        }
+        if (n.isArray()) {
+            List<Object> out = new ArrayList<>(n.size());
+            n.forEach(x -> out.add(fromJson(x)));
+            return out;
+        }
+        if (n.isString()) {
+            return n.asString();
+        }
+        if (n.isBoolean()) {
+            return n.booleanValue();
+        }
+        if (n.isIntegralNumber() && n.canConvertToLong()) {
+            return n.longValue();
+        }
+        if (n.isNumber()) {
+            return n.doubleValue();
+        }
+        if (n.isNull() || n.isMissingNode()) {
+            return null;
+        }
+        throw new IllegalArgumentException("not a JSON value for a chat template: " + n.getNodeType());
     }
 
     // ---- truth, str, repr ----

@@ -23,7 +23,6 @@ final class Renderer {
     }
 
     final Evaluator eval = new Evaluator(this);
-    private int loopDepth;
 
     void render(List<Node> nodes, Scope scope, StringBuilder out) {
         for (Node node : nodes) {
@@ -101,26 +100,23 @@ final class Renderer {
             render(f.otherwise(), scope, out);
             return;
         }
-        LoopContext loop = new LoopContext(items, ++loopDepth);
-        try {
-            for (int k = 0; k < items.size(); k++) {
-                loop.index0 = k;
-                Scope inner = new Scope(scope);
-                inner.set("loop", loop);
-                assign(f.target(), items.get(k), inner);
-                try {
-                    render(f.body(), inner, out);
-                } catch (RuntimeException e) {
-                    if (e == BREAK) {
-                        break;
-                    }
-                    if (e != CONTINUE) {
-                        throw e;
-                    }
+        // loop.depth counts recursive-loop levels only (recursive loops are refused at load): always 1
+        LoopContext loop = new LoopContext(items, 1);
+        for (int k = 0; k < items.size(); k++) {
+            loop.index0 = k;
+            Scope inner = new Scope(scope);
+            inner.set("loop", loop);
+            assign(f.target(), items.get(k), inner);
+            try {
+                render(f.body(), inner, out);
+            } catch (RuntimeException e) {
+                if (e == BREAK) {
+                    break;
+                }
+                if (e != CONTINUE) {
+                    throw e;
                 }
             }
-        } finally {
-            loopDepth--;
         }
     }
 

@@ -108,7 +108,14 @@ class JinjaSemanticsTest {
                 + " \"c1\", \"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"arguments\":"
                 + " {\"city\": \"Zürich\"}}}]}, {\"role\": \"tool\", \"tool_call_id\": \"c1\", \"content\": \"sunny\"}]",
                 new TypeReference<>() { });
-        assertEquals("get_weather:{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": "
-                + "{\"type\": \"object\"}}}\nget_weather{\"city\": \"Zürich\"}Zürichc1", t.render(messages, tools, false, Map.of()));
+        String expected = "get_weather:{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": "
+                + "{\"type\": \"object\"}}}\nget_weather{\"city\": \"Zürich\"}Zürichc1";
+        assertEquals(expected, t.render(messages, tools, false, Map.of()));
+        // a request's Jackson nodes can be passed as they are
+        List<Object> toolNodes = new ArrayList<>();
+        JSON.valueToTree(tools).forEach(toolNodes::add);
+        List<Object> messageNodes = new ArrayList<>();
+        JSON.valueToTree(messages).forEach(messageNodes::add);
+        assertEquals(expected, t.render(messageNodes, toolNodes, false, Map.of()));
     }
 }
