@@ -108,4 +108,23 @@ class ArchitectureRulesTest {
                 .should().dependOnClassesThat().resideInAnyPackage("io.tqserve.api..", "io.tqserve.cli..")
                 .check(classes);
     }
+
+    @Test
+    void constraintDependsOnNothingOfTqserve() {
+        noClasses().that().resideInAPackage("io.tqserve.constraint..")
+                .should().dependOnClassesThat().resideInAnyPackage("io.tqserve.api..", "io.tqserve.routing..",
+                        "io.tqserve.engine..", "io.tqserve.model..", "io.tqserve.kv..", "io.tqserve.backend..",
+                        "io.tqserve.config..", "io.tqserve.management..", "io.tqserve.cli..", "io.tqserve.toolcall..",
+                        "org.springframework..")
+                .check(classes);
+    }
+
+    @Test
+    void toolcallSeesOnlyConstraint() {
+        noClasses().that().resideInAPackage("io.tqserve.toolcall..")
+                .should().dependOnClassesThat().resideInAnyPackage("io.tqserve.api..", "io.tqserve.routing..",
+                        "io.tqserve.engine..", "io.tqserve.model..", "io.tqserve.kv..", "io.tqserve.backend..",
+                        "io.tqserve.config..", "io.tqserve.management..", "io.tqserve.cli..", "org.springframework..")
+                .check(classes);
+    }
 }

@@ -51,6 +51,7 @@ public final class GenerationHandler {
     private final SnapshotHandler snapshots;
     private final RequestDeadline deadline;
     private final RequestLog requestLog;
+    private volatile StructuredOutput structured;
 
     /** Without the server's shutdown drain: requests end only at the request timeout (tests, tools). */
     public GenerationHandler(ServingRuntime runtime, ApiSettings settings, ApiScheduler scheduler,
@@ -69,6 +70,7 @@ public final class GenerationHandler {
                 settings.maxPromptChars());
         this.deadline = deadline;
         this.requestLog = new RequestLog(settings.logPrompts());
+        StructuredOutput.prebuild();
     }
 
     public Mono<ServerResponse> chat(ServerRequest request) {
@@ -84,7 +86,7 @@ public final class GenerationHandler {
         String laneHeader = request.headers().firstHeader(LANE_HEADER);
         return Mono.defer(() -> {
             ServingRuntime.Loaded loaded = Readiness.require(runtime, settings);
-            PromptBuilder builder = new PromptBuilder(loaded.model(), settings.defaultMaxTokens());
+            PromptBuilder builder = new PromptBuilder(structuredOutput(loaded.model()), settings.defaultMaxTokens());
             String tenant = Tenant.of(request.exchange());
             AtomicReference<String> cacheNamespace = new AtomicReference<>(tenant);
             return Json.body(request)
@@ -101,6 +103,16 @@ public final class GenerationHandler {
                             .withCacheNamespace(cacheNamespace.get()))
                     .flatMap(p -> respond(p, loaded, arrival, request.exchange().getResponse().getHeaders()));
         });
+    }
+
+    /** The served model's constraint cache (a new one when the runtime serves another model). */
+    private StructuredOutput structuredOutput(io.tqserve.model.Model model) {
+        StructuredOutput s = structured;
+        if (s == null || s.model() != model) {
+            s = new StructuredOutput(model);
+            structured = s;
+        }
+        return s;
     }
 
     private void checkModel(ParsedRequest r) {
@@ -158,7 +170,7 @@ public final class GenerationHandler {
         ServerResponse.BodyBuilder ok = ServerResponse.ok();
         if (r.stream()) {
             StreamEncoder enc = new StreamEncoder(r.endpoint(), id, created, model, fingerprint, r.includeUsage(),
-                    r.logprobs(), loaded.model().tokenizer());
+                    r.logprobs(), loaded.model().tokenizer(), p.plan().parser());
             Flux<String> frames = frames(enc, p.echoText(), events, timing);
             BodyInserter<Flux<String>, ReactiveHttpOutputMessage> body = (out, ctx) -> out.writeAndFlushWith(
                     frames.map(f -> Mono.just(out.bufferFactory().wrap(f.getBytes(StandardCharsets.UTF_8)))));
@@ -166,7 +178,7 @@ public final class GenerationHandler {
                     .header("X-Accel-Buffering", "no").body(body);
         }
         ResponseAssembler asm = new ResponseAssembler(r.endpoint(), id, created, model, fingerprint, r.logprobs(),
-                loaded.model().tokenizer(), p.echoText());
+                loaded.model().tokenizer(), p.echoText(), p.plan().parser());
         return events.doOnNext(timing::on)
                 .collectList()
                 .publishOn(scheduler)

@@ -33,12 +33,23 @@ import java.util.Optional;
  * @param ignoreEos        keep generating past end-of-sequence (vLLM extension)
  * @param lane             the lane the request asked for
  * @param kvSnapshot       completions: id of a KV snapshot to continue from ({@code tqserve_kv_snapshot}), or null
+ * @param chat             chat only: messages for the template, tools, tool_choice, response_format (else null)
  */
 public record ParsedRequest(Endpoint endpoint, String model, List<ChatMessage> messages, String promptText,
         int[] promptIds, Integer maxTokens, Float temperature, Float topP, Integer topK, float minP, Long seed,
         float presencePenalty, float frequencyPenalty, Float repetitionPenalty, Map<Integer, Float> logitBias,
         List<String> stop, boolean stream, boolean includeUsage, int topLogprobs, boolean echo, boolean ignoreEos,
-        Optional<Lane.Kind> lane, String kvSnapshot) {
+        Optional<Lane.Kind> lane, String kvSnapshot, ChatRequest chat) {
+
+    public ParsedRequest(Endpoint endpoint, String model, List<ChatMessage> messages, String promptText,
+            int[] promptIds, Integer maxTokens, Float temperature, Float topP, Integer topK, float minP, Long seed,
+            float presencePenalty, float frequencyPenalty, Float repetitionPenalty, Map<Integer, Float> logitBias,
+            List<String> stop, boolean stream, boolean includeUsage, int topLogprobs, boolean echo, boolean ignoreEos,
+            Optional<Lane.Kind> lane, String kvSnapshot) {
+        this(endpoint, model, messages, promptText, promptIds, maxTokens, temperature, topP, topK, minP, seed,
+                presencePenalty, frequencyPenalty, repetitionPenalty, logitBias, stop, stream, includeUsage,
+                topLogprobs, echo, ignoreEos, lane, kvSnapshot, null);
+    }
 
     /** The request field that holds the prompt, for error messages. */
     public String promptParam() {

@@ -5,6 +5,7 @@ import io.tqserve.engine.SamplingParams;
 import io.tqserve.model.ChatMessage;
 import io.tqserve.model.GenerationConfig;
 import io.tqserve.model.Model;
+import java.util.Map;
 import io.tqserve.template.ChatTemplate;
 import io.tqserve.template.TemplateException;
 
@@ -24,19 +25,26 @@ final class PromptBuilder {
      * @param echoText  the prompt as text (completions with echo), else ""
      * @param generation the tokenized request
      */
-    record Prepared(ParsedRequest request, String echoText, GenerationRequest generation) {
+    record Prepared(ParsedRequest request, String echoText, GenerationRequest generation,
+            StructuredOutput.Plan plan) {
         /** The same request reading and filling another prompt-cache namespace. */
         Prepared withCacheNamespace(String namespace) {
-            return new Prepared(request, echoText, generation.withCacheNamespace(namespace));
+            return new Prepared(request, echoText, generation.withCacheNamespace(namespace), plan);
         }
     }
 
     private final Model model;
     private final int defaultMaxTokens;
+    private final StructuredOutput structured;
 
     PromptBuilder(Model model, int defaultMaxTokens) {
-        this.model = model;
+        this(new StructuredOutput(model), defaultMaxTokens);
+    }
+
+    PromptBuilder(StructuredOutput structured, int defaultMaxTokens) {
+        this.model = structured.model();
         this.defaultMaxTokens = defaultMaxTokens;
+        this.structured = structured;
     }
 
     Prepared prepare(ParsedRequest r) {
@@ -47,12 +55,24 @@ final class PromptBuilder {
     Prepared prepare(ParsedRequest r, io.tqserve.kv.store.KvSnapshot prefix) {
         int[] ids;
         String echo = "";
+        String rendered = null;
         if (r.endpoint() == Endpoint.CHAT) {
             ChatTemplate template = model.chatTemplate();
             if (template == null) {
                 throw ApiException.invalid("messages", "the served model has no chat template; use /v1/completions");
             }
-            String rendered = render(template, r.messages(), true);
+            ChatRequest chat = r.chat();
+            if (chat == null) {
+                rendered = render(template, r.messages(), true);
+            } else {
+                boolean withTools = structured.toolFormat(chat).isPresent();
+                try {
+                    rendered = template.render(chat.turns(), withTools ? chat.tools() : null, true, Map.of());
+                } catch (TemplateException e) {
+                    throw ApiException.invalid("messages", e.raisedByTemplate() ? e.getMessage()
+                            : "the chat template failed on the messages: " + e.getMessage());
+                }
+            }
             ids = model.tokenizer().encode(rendered);
         } else if (r.promptIds() != null) {
             ids = r.promptIds();
@@ -100,7 +120,12 @@ final class PromptBuilder {
         SamplingParams params = new SamplingParams(temperature, topK, topP, r.minP(), r.seed(), repetition,
                 r.presencePenalty(), r.frequencyPenalty(), r.logitBias(), maxTokens, r.stop(), r.ignoreEos(),
                 r.topLogprobs());
-        return new Prepared(r, echo, new GenerationRequest(ids, params, prefix, null));
+        StructuredOutput.Plan plan = rendered == null ? StructuredOutput.Plan.NONE
+                : structured.plan(r, rendered, maxTokens);
+        if (plan.rules().constraint() != null && r.ignoreEos()) {
+            throw ApiException.invalid("ignore_eos", "ignore_eos cannot be combined with response_format or tools");
+        }
+        return new Prepared(r, echo, new GenerationRequest(ids, params, prefix, null, plan.rules()), plan);
     }
 
     /**

@@ -22,7 +22,6 @@ final class RequestParser {
     static final int MAX_LOGIT_BIAS = 300;
     static final int MAX_TOP_LOGPROBS = 20;
     static final int MAX_COMPLETION_LOGPROBS = 5;
-    private static final Set<String> ROLES = Set.of("system", "developer", "user", "assistant");
 
     private final int vocabSize;
     private final int maxMessages;
@@ -43,6 +42,7 @@ final class RequestParser {
             InputLimits.text(model, "model", InputLimits.MAX_MODEL_CHARS);
         }
         List<ChatMessage> messages = null;
+        ChatRequest chat = null;
         String promptText = null;
         int[] promptIds = null;
         boolean echo = false;
@@ -52,7 +52,10 @@ final class RequestParser {
             if (body.has("tqserve_kv_snapshot")) {
                 throw ApiException.invalid("tqserve_kv_snapshot", "tqserve_kv_snapshot works with /v1/completions only");
             }
-            messages = messages(body);
+            ChatRequestParser.rejectUnsupported(body);
+            ChatRequestParser.Messages parsed = ChatRequestParser.messages(body, maxMessages, maxPromptChars);
+            messages = parsed.plain();
+            chat = ChatRequestParser.chat(body, parsed);
             boolean logprobs = optBoolean(body, "logprobs", false);
             Integer top = optInt(body, "top_logprobs", 0, MAX_TOP_LOGPROBS);
             if (top != null && !logprobs) {
@@ -134,46 +137,10 @@ final class RequestParser {
         return new ParsedRequest(endpoint, model, messages, promptText, promptIds, maxTokens, temperature, topP, topK,
                 minP == null ? 0f : minP, seed, presence == null ? 0f : presence, frequency == null ? 0f : frequency,
                 repetition, logitBias(body), stop(body), stream, includeUsage, topLogprobs, echo,
-                optBoolean(body, "ignore_eos", false), lane(body, laneHeader), kvSnapshot);
+                optBoolean(body, "ignore_eos", false), lane(body, laneHeader), kvSnapshot, chat);
     }
 
-    private List<ChatMessage> messages(JsonNode body) {
-        JsonNode ms = body.get("messages");
-        if (ms == null || ms.isNull()) {
-            throw ApiException.invalid("messages", "messages is required");
-        }
-        if (!ms.isArray() || ms.isEmpty()) {
-            throw ApiException.invalid("messages", "messages must be a non-empty array");
-        }
-        InputLimits.count(ms.size(), "messages", maxMessages);
-        long chars = 0;
-        List<ChatMessage> out = new ArrayList<>(ms.size());
-        for (int i = 0; i < ms.size(); i++) {
-            JsonNode m = ms.get(i);
-            String p = "messages[" + i + "]";
-            if (!m.isObject()) {
-                throw ApiException.invalid(p, p + " must be an object");
-            }
-            JsonNode roleNode = m.get("role");
-            if (roleNode == null || !roleNode.isString()) {
-                throw ApiException.invalid(p + ".role", p + ".role is required");
-            }
-            String role = roleNode.asString();
-            if (!ROLES.contains(role)) {
-                throw ApiException.invalid(p + ".role", "unsupported role '" + printable(role)
-                        + "' (supported: system, developer, user, assistant)");
-            }
-            String content = InputLimits.text(content(m.get("content"), p), p + ".content", maxPromptChars);
-            chars += content.length();
-            if (chars > maxPromptChars) {
-                throw InputLimits.tooLong("messages", chars, maxPromptChars);
-            }
-            out.add(new ChatMessage(role.equals("developer") ? "system" : role, content));
-        }
-        return out;
-    }
-
-    private static String content(JsonNode c, String p) {
+    static String content(JsonNode c, String p) {
         String param = p + ".content";
         if (c == null || c.isNull()) {
             throw ApiException.invalid(param, param + " is required");

@@ -5,9 +5,11 @@ import io.tqserve.api.openai.ChatLogprobs;
 import io.tqserve.api.openai.Completion;
 import io.tqserve.api.openai.CompletionLogprobs;
 import io.tqserve.api.openai.Usage;
+import io.tqserve.api.openai.ToolCallWire;
 import io.tqserve.api.openai.Wire;
 import io.tqserve.engine.GenerationEvent;
 import io.tqserve.model.Tokenizer;
+import io.tqserve.toolcall.ChatOutputParser;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -30,9 +32,17 @@ final class ResponseAssembler {
     private final List<Integer> offsets = new ArrayList<>();
     private GenerationEvent.Finished finished;
     private GenerationEvent.Failed failed;
+    private final ChatOutputParser parser;
 
     ResponseAssembler(Endpoint endpoint, String id, long created, String model, String fingerprint, boolean logprobs,
             Tokenizer tokenizer, String echoText) {
+        this(endpoint, id, created, model, fingerprint, logprobs, tokenizer, echoText, null);
+    }
+
+    /** With a parser for reasoning and tool calls (chat), or null. */
+    ResponseAssembler(Endpoint endpoint, String id, long created, String model, String fingerprint, boolean logprobs,
+            Tokenizer tokenizer, String echoText, ChatOutputParser parser) {
+        this.parser = parser;
         this.endpoint = endpoint;
         this.id = id;
         this.created = created;
@@ -80,8 +90,31 @@ final class ResponseAssembler {
         String reason = finished.reason().wireName();
         if (endpoint == Endpoint.CHAT) {
             ChatLogprobs lp = logprobs ? new ChatLogprobs(chatLogprobs, null) : null;
+            ChatCompletion.Message message = new ChatCompletion.Message("assistant", text.toString(), null);
+            if (parser != null) {
+                StringBuilder reasoning = new StringBuilder();
+                StringBuilder content = new StringBuilder();
+                List<ToolCallWire> calls = new ArrayList<>();
+                List<ChatOutputParser.Piece> pieces = new ArrayList<>(parser.feed(text.toString()));
+                pieces.addAll(parser.finish());
+                for (ChatOutputParser.Piece piece : pieces) {
+                    if (piece.reasoning() != null) {
+                        reasoning.append(piece.reasoning());
+                    } else if (piece.content() != null) {
+                        content.append(piece.content());
+                    } else {
+                        calls.add(ToolCallWire.of(piece.call().id(), piece.call().name(), piece.call().arguments()));
+                    }
+                }
+                if (!calls.isEmpty()) {
+                    reason = "tool_calls";
+                }
+                message = new ChatCompletion.Message("assistant",
+                        calls.isEmpty() || !content.isEmpty() ? content.toString() : null, null,
+                        reasoning.isEmpty() ? null : reasoning.toString(), calls);
+            }
             return Wire.json(new ChatCompletion(id, created, model, fingerprint, List.of(new ChatCompletion.Choice(0,
-                    new ChatCompletion.Message("assistant", text.toString(), null), lp, reason)), usage));
+                    message, lp, reason)), usage));
         }
         CompletionLogprobs lp = logprobs ? new CompletionLogprobs(tokens, tokenLogprobs, topLogprobs, offsets) : null;
         return Wire.json(new Completion(id, created, model, fingerprint,

@@ -6,9 +6,11 @@ import io.tqserve.api.openai.Completion;
 import io.tqserve.api.openai.CompletionLogprobs;
 import io.tqserve.api.openai.ErrorBody;
 import io.tqserve.api.openai.Usage;
+import io.tqserve.api.openai.ToolCallWire;
 import io.tqserve.api.openai.Wire;
 import io.tqserve.engine.GenerationEvent;
 import io.tqserve.model.Tokenizer;
+import io.tqserve.toolcall.ChatOutputParser;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -33,9 +35,18 @@ final class StreamEncoder {
     private final boolean logprobs;
     private final Tokenizer tokenizer;
     private int textOffset;
+    private final ChatOutputParser parser;
+    private int calls;
 
     StreamEncoder(Endpoint endpoint, String id, long created, String model, String fingerprint, boolean includeUsage,
             boolean logprobs, Tokenizer tokenizer) {
+        this(endpoint, id, created, model, fingerprint, includeUsage, logprobs, tokenizer, null);
+    }
+
+    /** With a parser for reasoning and tool calls (chat), or null. */
+    StreamEncoder(Endpoint endpoint, String id, long created, String model, String fingerprint, boolean includeUsage,
+            boolean logprobs, Tokenizer tokenizer, ChatOutputParser parser) {
+        this.parser = parser;
         this.endpoint = endpoint;
         this.id = id;
         this.created = created;
@@ -69,6 +80,10 @@ final class StreamEncoder {
     }
 
     private List<String> token(GenerationEvent.Token t) {
+        if (parser != null) {
+            ChatLogprobs lp = logprobs ? new ChatLogprobs(List.of(Logprobs.chat(t, tokenizer)), null) : null;
+            return pieces(parser.feed(t.text()), lp);
+        }
         if (t.text().isEmpty() && !logprobs) {
             return List.of(); // held back (a partial UTF-8 character or a possible stop string)
         }
@@ -84,8 +99,42 @@ final class StreamEncoder {
         return List.of(frame);
     }
 
+    /** Frames of parsed pieces; logprobs ride on the first (or on an empty delta when the text was held back). */
+    private List<String> pieces(List<ChatOutputParser.Piece> pieces, ChatLogprobs lp) {
+        List<String> out = new ArrayList<>(pieces.size() + 1);
+        for (ChatOutputParser.Piece p : pieces) {
+            ChatLogprobs l = out.isEmpty() ? lp : null;
+            if (p.reasoning() != null) {
+                out.add(chat(new ChatCompletionChunk.Delta(null, null, p.reasoning(), null), l, null));
+            } else if (p.content() != null) {
+                out.add(chat(new ChatCompletionChunk.Delta(null, p.content()), l, null));
+            } else {
+                int index = calls++;
+                out.add(chat(new ChatCompletionChunk.Delta(null, null, null, List.of(new ToolCallWire(index,
+                        p.call().id(), "function", new ToolCallWire.Function(p.call().name(), "")))), l, null));
+                out.add(chat(new ChatCompletionChunk.Delta(null, null, null, List.of(new ToolCallWire(index, null,
+                        null, new ToolCallWire.Function(null, p.call().arguments())))), null, null));
+            }
+        }
+        if (out.isEmpty() && lp != null) {
+            out.add(chat(new ChatCompletionChunk.Delta(null, ""), lp, null));
+        }
+        return out;
+    }
+
     private List<String> finished(GenerationEvent.Finished f) {
         List<String> out = new ArrayList<>(3);
+        if (parser != null) {
+            out.addAll(pieces(parser.feed(f.trailingText()), null));
+            out.addAll(pieces(parser.finish(), null));
+            String reason = parser.sawCalls() ? "tool_calls" : f.reason().wireName();
+            out.add(chat(new ChatCompletionChunk.Delta(null, null), null, reason));
+            if (includeUsage) {
+                out.add(frame(new ChatCompletionChunk(id, created, model, fingerprint, List.of(),
+                        Usage.of(f.promptTokens(), f.completionTokens(), f.cachedTokens()))));
+            }
+            return out;
+        }
         if (!f.trailingText().isEmpty()) {
             out.add(endpoint == Endpoint.CHAT ? chat(new ChatCompletionChunk.Delta(null, f.trailingText()), null, null)
                     : completion(f.trailingText(), null, null));

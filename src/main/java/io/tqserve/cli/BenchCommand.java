@@ -10,6 +10,7 @@ final class BenchCommand {
                    tqserve bench serve [--model DIR | --synthetic] [--tokens N] [--rounds R] [--threads N]
                                        [--backend auto|cpu|mlx] [--mlx-library FILE] [--mlx-dtype native|float32]
                    tqserve bench prefix [--model DIR] [--prefix-tokens N] [--kv SCHEME] [--threads N]
+                   tqserve bench constraint [--model DIR] [--rounds 20] [--max-tokens 160] [--threads N]
                    tqserve bench load [--clients 64] [--duration 60] [--max-tokens 64] [--seed 1] [--model DIR] [--threads N] [--kv-scheme S]
             """;
 
@@ -23,6 +24,7 @@ final class BenchCommand {
             case "serve" -> ServeBenchmark.run(args);
             case "prefix" -> PrefixBenchmark.run(args);
             case "load" -> LoadBenchmark.run(args);
+            case "constraint" -> ConstraintBenchmark.run(args);
             default -> {
                 System.err.print(USAGE);
                 yield 2;

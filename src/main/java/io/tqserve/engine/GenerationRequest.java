@@ -14,10 +14,15 @@ import java.util.function.Consumer;
  *                     logits) to this consumer on its own thread, and finishes without generating (or null)
  * @param cacheNamespace the prompt-cache namespace the request reads and fills ({@code PromptCache.SHARED} = "",
  *                     or 32 hex characters): prefixes cached by other namespaces are never reused
+ * @param output       constraint and special-token handling of the output
  */
 public record GenerationRequest(int[] promptTokens, SamplingParams params, KvSnapshot resumeFrom,
-        Consumer<KvSnapshot> capture, String cacheNamespace) {
+        Consumer<KvSnapshot> capture, String cacheNamespace, OutputRules output) {
     public GenerationRequest {
+        output = output == null ? OutputRules.NONE : output;
+        if (output.constraint() != null && params.ignoreEos()) {
+            throw new IllegalArgumentException("ignore_eos cannot be combined with a constrained output");
+        }
         if (!PromptCache.validNamespace(cacheNamespace)) {
             throw new IllegalArgumentException("invalid prompt-cache namespace");
         }
@@ -33,10 +38,22 @@ public record GenerationRequest(int[] promptTokens, SamplingParams params, KvSna
         }
     }
 
+    /** Free output. */
+    public GenerationRequest(int[] promptTokens, SamplingParams params, KvSnapshot resumeFrom,
+            Consumer<KvSnapshot> capture, String cacheNamespace) {
+        this(promptTokens, params, resumeFrom, capture, cacheNamespace, OutputRules.NONE);
+    }
+
     /** In the shared prompt-cache namespace. */
     public GenerationRequest(int[] promptTokens, SamplingParams params, KvSnapshot resumeFrom,
+            Consumer<KvSnapshot> capture, OutputRules output) {
+        this(promptTokens, params, resumeFrom, capture, PromptCache.SHARED, output);
+    }
+
+    /** In the shared prompt-cache namespace, free output. */
+    public GenerationRequest(int[] promptTokens, SamplingParams params, KvSnapshot resumeFrom,
             Consumer<KvSnapshot> capture) {
-        this(promptTokens, params, resumeFrom, capture, PromptCache.SHARED);
+        this(promptTokens, params, resumeFrom, capture, PromptCache.SHARED, OutputRules.NONE);
     }
 
     public GenerationRequest(int[] promptTokens, SamplingParams params) {
@@ -45,7 +62,7 @@ public record GenerationRequest(int[] promptTokens, SamplingParams params, KvSna
 
     /** This request in another prompt-cache namespace. */
     public GenerationRequest withCacheNamespace(String namespace) {
-        return new GenerationRequest(promptTokens, params, resumeFrom, capture, namespace);
+        return new GenerationRequest(promptTokens, params, resumeFrom, capture, namespace, output);
     }
 
     /** Tokens this request may hold in its KV cache at worst: prompt + max_tokens. */

@@ -1,5 +1,6 @@
 package io.tqserve.engine;
 
+import io.tqserve.constraint.ConstraintState;
 import java.util.Arrays;
 import java.util.Map;
 import java.util.SplittableRandom;
@@ -17,6 +18,8 @@ public final class Sampler {
     private final boolean[] seen;       // (vocab) in prompt or output, for the repetition penalty
     private final float[] work;         // (vocab) processed logits
     private long[] order;               // (vocab) sort keys for top-k / top-p
+    private float[] lastLogits;         // the raw logits of the current draw (argmax fallback)
+    private int lastOff;
 
     public Sampler(SamplingParams params, int vocabSize, int[] promptTokens) {
         this.p = params;
@@ -44,7 +47,20 @@ public final class Sampler {
 
     /** Picks the next token from logits[off, off+vocab) (which are not modified). */
     public int sample(float[] logits, int off) {
+        return sample(logits, off, null, 0);
+    }
+
+    /**
+     * As {@link #sample(float[], int)}, with the constraint's mask applied after penalties and logit bias (so they
+     * can reorder the allowed tokens but never bring back a forbidden one).
+     *
+     * @param constraint the sequence's constraint, or null
+     * @param remaining  tokens that may still be generated, this one included
+     */
+    public int sample(float[] logits, int off, ConstraintState constraint, int remaining) {
         float[] x = work;
+        lastLogits = logits;
+        lastOff = off;
         System.arraycopy(logits, off, x, 0, vocab);
         applyPenalties(x);
         for (Map.Entry<Integer, Float> e : p.logitBias().entrySet()) {
@@ -53,9 +69,20 @@ public final class Sampler {
                 x[id] += e.getValue();
             }
         }
+        if (constraint != null) {
+            constraint.mask(x, remaining);
+            if (!p.greedyDecoding()) {
+                return sampleProcessed(x, x); // all masked cannot happen: the mask keeps a token
+            }
+        }
         if (p.greedyDecoding()) {
             return argmax(x);
         }
+        return sampleProcessed(x, null);
+    }
+
+    /** Temperature, softmax and the draw over processed logits; {@code fallback} (or the raw logits) for argmax. */
+    private int sampleProcessed(float[] x, float[] fallback) {
         float invT = 1f / p.temperature();
         float max = Float.NEGATIVE_INFINITY;
         for (int i = 0; i < vocab; i++) {
@@ -63,7 +90,7 @@ public final class Sampler {
             max = Math.max(max, x[i]);
         }
         if (max == Float.NEGATIVE_INFINITY || Float.isNaN(max)) {
-            return argmax(logits, off);
+            return fallback != null ? argmax(fallback) : argmax(lastLogits, lastOff);
         }
         double sum = 0;
         for (int i = 0; i < vocab; i++) {
@@ -140,7 +167,7 @@ public final class Sampler {
         }
         int m = 0;
         for (int i = 0; i < vocab; i++) {
-            if (probs[i] >= tau) {
+            if (probs[i] >= tau && probs[i] > 0f) { // a token of probability 0 (masked) is never a candidate
                 // descending by probability: sort ascending on the negated (non-negative) float bits
                 order[m++] = ((long) (~Float.floatToIntBits(probs[i]) & 0x7FFFFFFF) << 32) | i;
             }

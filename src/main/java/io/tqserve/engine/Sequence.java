@@ -1,5 +1,6 @@
 package io.tqserve.engine;
 
+import io.tqserve.constraint.ConstraintState;
 import io.tqserve.kv.KvCache;
 import io.tqserve.model.StreamingDetokenizer;
 import io.tqserve.model.Tokenizer;
@@ -27,6 +28,7 @@ final class Sequence {
     private final Set<Integer> eos;
     private final Tokenizer tokenizer;
     private final int contextLimit;
+    private final ConstraintState constraint; // null when the output is free
     KvCache cache;
     io.tqserve.backend.DeviceSampler deviceSampler; // samples decode steps on the device (MLX), else null
     int prefilled;          // prompt tokens already in the cache
@@ -51,7 +53,11 @@ final class Sequence {
         this.sink = sink;
         this.tokenizer = tokenizer;
         this.sampler = new Sampler(request.params(), vocabSize, prompt);
-        this.detokenizer = new StreamingDetokenizer(tokenizer);
+        OutputRules rules = request.output();
+        this.detokenizer = new StreamingDetokenizer(tokenizer, !rules.keepSpecialTokens());
+        this.constraint = rules.constraint() == null ? null
+                : new ConstraintState(rules.constraint(), eos.stream().mapToInt(Integer::intValue).toArray(),
+                        rules.gateToken());
         this.stops = new StopMatcher(request.params().stop());
         this.eos = eos;
         this.contextLimit = contextLimit;
@@ -85,7 +91,7 @@ final class Sequence {
      */
     void presample(float[] logits, int off) {
         try {
-            presampled = sampler.sample(logits, off);
+            presampled = draw(logits, off);
         } catch (RuntimeException | Error e) {
             presampleFailure = e;
         }
@@ -108,7 +114,7 @@ final class Sequence {
             throw e;
         }
         if (token < 0) {
-            token = sampler.sample(logits, off);
+            token = draw(logits, off);
         }
         float logprob = Float.NaN;
         List<GenerationEvent.TopLogprob> top = List.of();
@@ -145,6 +151,9 @@ final class Sequence {
     private boolean onToken(int token, float logprob, List<GenerationEvent.TopLogprob> top) {
         SamplingParams p = request.params();
         sampler.accept(token);
+        if (constraint != null) {
+            constraint.advance(token);
+        }
         generated++;
         lastToken = token;
         if (eos.contains(token) && !p.ignoreEos()) {
@@ -162,6 +171,14 @@ final class Sequence {
             return true;
         }
         return false;
+    }
+
+    private int draw(float[] logits, int off) {
+        if (constraint == null) {
+            return sampler.sample(logits, off);
+        }
+        int remaining = Math.min(request.params().maxTokens() - generated, contextLimit - cache.length());
+        return sampler.sample(logits, off, constraint, Math.max(1, remaining));
     }
 
     private List<GenerationEvent.TopLogprob> topLogprobs(float[] logits, int off, int k, double lse) {

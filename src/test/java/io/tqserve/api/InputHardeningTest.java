@@ -150,10 +150,12 @@ class InputHardeningTest extends HardenedServingContext {
         c.add(Case.json("5 stop sequences", COMPLETIONS, completion(",\"stop\":[\"a\",\"b\",\"c\",\"d\",\"e\"]"), 400,
                 "stop", null));
         // Unknown roles.
-        for (String role : new String[] {"tool", "function", "", "USER", "system ", "ipython"}) {
+        for (String role : new String[] {"function", "", "USER", "system ", "ipython"}) {
             c.add(Case.json("role '" + role + "'", CHAT, "{\"messages\":[{\"role\":\"" + role
                     + "\",\"content\":\"hi\"}]}", 400, "messages[0].role", null));
         }
+        c.add(Case.json("role 'tool' without tool_call_id", CHAT, "{\"messages\":[{\"role\":\"tool\",\"content\":"
+                + "\"hi\"}]}", 400, "messages[0].tool_call_id", null));
         c.add(Case.json("role not a string", CHAT, "{\"messages\":[{\"role\":1,\"content\":\"hi\"}]}", 400,
                 "messages[0].role", null));
         // Deeply nested JSON and duplicate names.

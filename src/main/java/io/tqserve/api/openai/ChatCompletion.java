@@ -1,5 +1,6 @@
 package io.tqserve.api.openai;
 
+import com.fasterxml.jackson.annotation.JsonInclude;
 import java.util.List;
 
 /** A non-streamed chat completion ({@code object: "chat.completion"}). */
@@ -14,7 +15,16 @@ public record ChatCompletion(String id, String object, long created, String mode
     public record Choice(int index, Message message, ChatLogprobs logprobs, String finishReason) {
     }
 
-    /** The assistant's message; refusal is always null. */
-    public record Message(String role, String content, String refusal) {
+    /**
+     * The assistant's message; refusal is always null. content is null when the message only calls tools;
+     * reasoning_content (a reasoning model's thinking) and tool_calls are omitted when absent.
+     */
+    public record Message(String role, String content, String refusal,
+            @JsonInclude(JsonInclude.Include.NON_NULL) String reasoningContent,
+            @JsonInclude(JsonInclude.Include.NON_EMPTY) List<ToolCallWire> toolCalls) {
+
+        public Message(String role, String content, String refusal) {
+            this(role, content, refusal, null, null);
+        }
     }
 }

@@ -18,6 +18,10 @@ public record ChatCompletionChunk(String id, String object, long created, String
 
     /** The new part of the message; role only in the first chunk. Absent fields are omitted. */
     @JsonInclude(JsonInclude.Include.NON_NULL)
-    public record Delta(String role, String content) {
+    public record Delta(String role, String content, String reasoningContent, List<ToolCallWire> toolCalls) {
+
+        public Delta(String role, String content) {
+            this(role, content, null, null);
+        }
     }
 }

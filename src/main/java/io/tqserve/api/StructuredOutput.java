@@ -1,0 +1,184 @@
+package io.tqserve.api;
+
+import dk.brics.automaton.Automaton;
+import io.tqserve.api.openai.Wire;
+import io.tqserve.constraint.JsonAutomata;
+import io.tqserve.constraint.SchemaCompiler;
+import io.tqserve.constraint.TokenConstraint;
+import io.tqserve.constraint.UnsupportedSchemaException;
+import io.tqserve.constraint.Vocabulary;
+import io.tqserve.engine.OutputRules;
+import io.tqserve.model.Model;
+import io.tqserve.model.TokenBytes;
+import io.tqserve.toolcall.ChatOutputParser;
+import io.tqserve.toolcall.ToolCallFormat;
+import io.tqserve.toolcall.ToolSpec;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.function.Supplier;
+
+/**
+ * What a chat request asks of its output beyond free text, for one served model: the constraint (response_format,
+ * a forced or possible tool call), the tool-call format of the template, and whether the template reasons in
+ * {@code <think>} blocks. Compiled constraints are cached per schema (least recently used first out), so a
+ * schema's automaton and its token masks are built once.
+ */
+final class StructuredOutput {
+    static final int CACHE_SIZE = 64;
+
+    /**
+     * How to shape and read one response.
+     *
+     * @param rules             the lane's output rules
+     * @param format            the template's tool-call format when tools are active, else null
+     * @param reasoning         the template has {@code <think>} blocks
+     * @param startsInReasoning the prompt ends in an open {@code <think>} block
+     * @param callForced        tool_choice required or named
+     */
+    record Plan(OutputRules rules, ToolCallFormat format, boolean reasoning, boolean startsInReasoning,
+            boolean callForced) {
+        static final Plan NONE = new Plan(OutputRules.NONE, null, false, false, false);
+
+        /** A parser for the generated text, or null when the text is the content as it is. */
+        ChatOutputParser parser() {
+            return format == null && !reasoning ? null
+                    : new ChatOutputParser(format, reasoning, startsInReasoning, callForced);
+        }
+    }
+
+    private final Model model;
+    private volatile Vocabulary vocabulary;
+    private final Map<String, TokenConstraint> cache = new LinkedHashMap<>(16, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, TokenConstraint> eldest) {
+            return size() > CACHE_SIZE;
+        }
+    };
+
+    StructuredOutput(Model model) {
+        this.model = model;
+    }
+
+    /** The free-JSON automaton of json_object: objects whose values are scalars or flat arrays/objects. */
+    static dk.brics.automaton.Automaton jsonObject() {
+        return JsonAutomata.anyObject(SchemaCompiler.FREE_DEPTH + 1);
+    }
+
+    /** Builds the JVM-wide free-JSON automata off the request path (a few seconds of CPU, once). */
+    static void prebuild() {
+        Thread.ofPlatform().daemon().name("tqserve-json-automata").start(StructuredOutput::jsonObject);
+    }
+
+    Model model() {
+        return model;
+    }
+
+    /** The tool-call format of the model's template; a 400 if the request has tools it cannot render. */
+    Optional<ToolCallFormat> toolFormat(ChatRequest chat) {
+        if (chat == null || chat.toolSpecs().isEmpty()) {
+            return Optional.empty();
+        }
+        Optional<ToolCallFormat> f = ToolCallFormat.detect(model.chatTemplate().source());
+        if (f.isEmpty()) {
+            throw ApiException.invalid("tools", "the chat template of the served model cannot render tools (it has"
+                    + " no tool-call format: Hermes <tool_call>, Llama 3.1 JSON or Mistral [TOOL_CALLS])");
+        }
+        return f;
+    }
+
+    Plan plan(ParsedRequest r, String prompt, int maxTokens) {
+        ChatRequest chat = r.chat();
+        if (chat == null) {
+            return Plan.NONE;
+        }
+        String source = model.chatTemplate().source();
+        boolean reasoning = source.contains("<think>") && source.contains("</think>");
+        boolean openThink = reasoning && prompt.lastIndexOf("<think>") > prompt.lastIndexOf("</think>");
+        // a reasoning model thinks first unless the prompt already closed the block (enable_thinking false)
+        boolean thinksFirst = reasoning && (openThink || !prompt.stripTrailing().endsWith("</think>"));
+        ToolCallFormat format = chat.toolsActive() ? toolFormat(chat).orElseThrow() : null;
+        String key;
+        Supplier<Automaton> automaton;
+        String param;
+        if (chat.format().constrained()) {
+            param = "response_format";
+            boolean object = chat.format().type().equals("json_object");
+            key = object ? "json_object" : "json_schema:" + Wire.json(chat.format().schema());
+            automaton = object ? StructuredOutput::jsonObject
+                    : () -> SchemaCompiler.compile(chat.format().schema());
+        } else if (format != null && (chat.callForced() || format == ToolCallFormat.HERMES)) {
+            param = "tools";
+            List<ToolSpec> tools = chat.namedTool() == null ? chat.toolSpecs()
+                    : chat.toolSpecs().stream().filter(t -> t.name().equals(chat.namedTool())).toList();
+            boolean parallel = chat.parallelToolCalls() && chat.namedTool() == null;
+            key = format + ":" + chat.callForced() + ":" + parallel + ":" + Wire.json(tools);
+            automaton = chat.callForced() ? () -> format.forcedCalls(tools, parallel)
+                    : () -> format.autoCalls(tools, parallel);
+        } else {
+            // no constraint: free text (a Llama 3 / Mistral auto tool choice is parsed afterwards)
+            boolean keep = format != null && format.markerIsSpecial();
+            return new Plan(new OutputRules(null, -1, keep), format, reasoning, openThink, false);
+        }
+        int gate = -1;
+        if (thinksFirst) {
+            int[] ids = model.tokenizer().encode("</think>");
+            if (ids.length == 1) {
+                gate = ids[0];
+                Supplier<Automaton> inner = automaton;
+                automaton = () -> JsonAutomata.literal("\n").repeat(0, 2).concatenate(inner.get());
+                key = "gated:" + key;
+            }
+        }
+        TokenConstraint constraint;
+        try {
+            constraint = constraint(key, automaton);
+        } catch (UnsupportedSchemaException e) {
+            throw ApiException.invalid(param, "unsupported_schema", e.getMessage());
+        }
+        int needed = constraint.minTokens() + (gate >= 0 ? 1 : 0);
+        if (needed > maxTokens) {
+            throw ApiException.invalid("max_completion_tokens", "max_tokens_too_small", "the " + param
+                    + " needs at least " + needed + " completion tokens to produce a complete valid output; "
+                    + "max_tokens is " + maxTokens);
+        }
+        boolean keepSpecial = format != null && format.markerIsSpecial();
+        return new Plan(new OutputRules(constraint, gate, keepSpecial), format, reasoning, openThink,
+                chat.callForced());
+    }
+
+    private TokenConstraint constraint(String key, Supplier<Automaton> automaton) {
+        synchronized (cache) {
+            TokenConstraint c = cache.get(key);
+            if (c != null) {
+                return c;
+            }
+        }
+        TokenConstraint c = new TokenConstraint(automaton.get(), vocabulary());
+        synchronized (cache) {
+            cache.putIfAbsent(key, c);
+            return cache.get(key);
+        }
+    }
+
+    private Vocabulary vocabulary() {
+        Vocabulary v = vocabulary;
+        if (v == null) {
+            synchronized (this) {
+                v = vocabulary;
+                if (v == null) {
+                    try {
+                        v = new Vocabulary(TokenBytes.load(model.dir(), model.config().vocabSize()));
+                    } catch (IOException e) {
+                        throw new UncheckedIOException(e);
+                    }
+                    vocabulary = v;
+                }
+            }
+        }
+        return v;
+    }
+}

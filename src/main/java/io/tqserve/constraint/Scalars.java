@@ -1,0 +1,159 @@
+package io.tqserve.constraint;
+
+import dk.brics.automaton.Automaton;
+import java.math.BigDecimal;
+import java.math.RoundingMode;
+import java.util.Map;
+
+/** The automata of string, integer and number schemas with their bounds. */
+final class Scalars {
+    private static final long MAX_15_DIGITS = 999_999_999_999_999L;
+
+    private Scalars() {
+    }
+
+    static Automaton string(Map<?, ?> m, String at) {
+        int min = count(m, "minLength", at, 0);
+        int max = count(m, "maxLength", at, -1);
+        if (max >= 0 && max < min) {
+            throw new UnsupportedSchemaException("maxLength", "maxLength < minLength at " + at);
+        }
+        Object format = m.get("format");
+        if (format != null) {
+            if (!"uuid".equals(format)) {
+                throw new UnsupportedSchemaException("format", "string format '" + format + "' (at " + at
+                        + ") is not supported by constrained decoding (supported: uuid)");
+            }
+            Automaton hex = JsonAutomata.any(JsonAutomata.range('0', '9'), JsonAutomata.range('a', 'f'));
+            Automaton dash = Automaton.makeChar('-');
+            Automaton q = Automaton.makeChar('"');
+            Automaton uuid = JsonAutomata.seq(q, hex.repeat(8, 8), dash, hex.repeat(4, 4), dash, hex.repeat(4, 4), dash,
+                    hex.repeat(4, 4), dash, hex.repeat(12, 12), q);
+            uuid = uuid.intersection(JsonAutomata.string(min, max));
+            uuid.minimize();
+            return uuid;
+        }
+        return JsonAutomata.string(min, max);
+    }
+
+    static Automaton integer(Map<?, ?> m, String at) {
+        long lo = -MAX_15_DIGITS;
+        long hi = MAX_15_DIGITS;
+        Object format = m.get("format");
+        if ("int32".equals(format)) {
+            lo = Integer.MIN_VALUE;
+            hi = Integer.MAX_VALUE;
+        } else if (format != null && !"int64".equals(format)) {
+            throw new UnsupportedSchemaException("format", "integer format '" + format + "' (at " + at
+                    + ") is not supported (supported: int32, int64)");
+        }
+        if (m.containsKey("minimum")) {
+            lo = Math.max(lo, bound(SchemaCompiler.decimal(m.get("minimum"), "minimum", at), RoundingMode.CEILING));
+        }
+        if (m.containsKey("exclusiveMinimum")) {
+            BigDecimal x = SchemaCompiler.decimal(m.get("exclusiveMinimum"), "exclusiveMinimum", at);
+            lo = Math.max(lo, bound(x, RoundingMode.FLOOR) + 1);
+        }
+        if (m.containsKey("maximum")) {
+            hi = Math.min(hi, bound(SchemaCompiler.decimal(m.get("maximum"), "maximum", at), RoundingMode.FLOOR));
+        }
+        if (m.containsKey("exclusiveMaximum")) {
+            BigDecimal x = SchemaCompiler.decimal(m.get("exclusiveMaximum"), "exclusiveMaximum", at);
+            hi = Math.min(hi, bound(x, RoundingMode.CEILING) - 1);
+        }
+        if (lo > hi) {
+            throw new UnsupportedSchemaException("minimum", "no integer satisfies the bounds at " + at);
+        }
+        return integerRange(lo, hi);
+    }
+
+    private static long bound(BigDecimal x, RoundingMode mode) {
+        BigDecimal r = x.setScale(0, mode);
+        BigDecimal cap = BigDecimal.valueOf(MAX_15_DIGITS);
+        return r.max(cap.negate()).min(cap).longValueExact();
+    }
+
+    /** Integers in [lo, hi] written without leading zeros (and never as -0). */
+    static Automaton integerRange(long lo, long hi) {
+        Automaton natural = JsonAutomata.natural(15);
+        Automaton out = Automaton.makeEmpty();
+        if (hi >= 0) {
+            long from = Math.max(lo, 0);
+            Automaton a = Automaton.makeMinInteger(Long.toString(from))
+                    .intersection(Automaton.makeMaxInteger(Long.toString(hi))).intersection(natural);
+            out = out.union(a);
+        }
+        if (lo < 0) {
+            long from = Math.max(1, -hi);
+            Automaton a = Automaton.makeMinInteger(Long.toString(from))
+                    .intersection(Automaton.makeMaxInteger(Long.toString(-lo))).intersection(natural);
+            out = out.union(Automaton.makeChar('-').concatenate(a));
+        }
+        out.minimize();
+        return out;
+    }
+
+    /**
+     * Numbers: unbounded, or with integral non-negative bounds (a minimum, or a minimum and a maximum), which cover
+     * the common cases (a price, a score from 0 to 10); other bounds are refused.
+     */
+    static Automaton number(Map<?, ?> m, String at) {
+        Object format = m.get("format");
+        if (format != null && !"float".equals(format) && !"double".equals(format)) {
+            throw new UnsupportedSchemaException("format", "number format '" + format + "' (at " + at
+                    + ") is not supported (supported: float, double)");
+        }
+        for (String k : new String[] {"exclusiveMinimum", "exclusiveMaximum"}) {
+            if (m.containsKey(k)) {
+                throw SchemaCompiler.unsupported(k, at);
+            }
+        }
+        boolean hasMin = m.containsKey("minimum");
+        boolean hasMax = m.containsKey("maximum");
+        if (!hasMin && !hasMax) {
+            return JsonAutomata.number();
+        }
+        if (!hasMin) {
+            throw new UnsupportedSchemaException("maximum", "a number maximum without a minimum (at " + at
+                    + ") is not supported; give a non-negative integral minimum too");
+        }
+        BigDecimal min = SchemaCompiler.decimal(m.get("minimum"), "minimum", at);
+        if (min.signum() < 0 || min.stripTrailingZeros().scale() > 0) {
+            throw new UnsupportedSchemaException("minimum", "a number minimum (at " + at
+                    + ") must be a non-negative integer to be enforced");
+        }
+        Automaton fraction = JsonAutomata.seq(Automaton.makeChar('.'),
+                JsonAutomata.digits(1, JsonAutomata.MAX_FRACTION_DIGITS)).optional();
+        long lo = bound(min, RoundingMode.CEILING);
+        if (!hasMax) {
+            Automaton a = integerRange(lo, MAX_15_DIGITS).concatenate(fraction);
+            a.minimize();
+            return a;
+        }
+        BigDecimal max = SchemaCompiler.decimal(m.get("maximum"), "maximum", at);
+        if (max.stripTrailingZeros().scale() > 0 || max.compareTo(min) < 0) {
+            throw new UnsupportedSchemaException("maximum", "a number maximum (at " + at
+                    + ") must be an integer not below the minimum to be enforced");
+        }
+        long hi = bound(max, RoundingMode.FLOOR);
+        Automaton top = JsonAutomata.seq(integerRange(hi, hi), JsonAutomata.seq(Automaton.makeChar('.'),
+                Automaton.makeChar('0').repeat(1, JsonAutomata.MAX_FRACTION_DIGITS)).optional());
+        Automaton a = hi > lo ? integerRange(lo, hi - 1).concatenate(fraction).union(top) : top;
+        a.minimize();
+        return a;
+    }
+
+    /** A non-negative integer keyword, or {@code def} when absent. */
+    static int count(Map<?, ?> m, String keyword, String at, int def) {
+        Object v = m.get(keyword);
+        if (v == null) {
+            return def;
+        }
+        if (!(v instanceof Number n) || n.doubleValue() < 0 || n.doubleValue() != Math.rint(n.doubleValue())
+                || n.doubleValue() > 100_000) {
+            throw new UnsupportedSchemaException(keyword, keyword + " at " + at
+                    + " must be an integer in [0, 100000]");
+        }
+        return n.intValue();
+    }
+}

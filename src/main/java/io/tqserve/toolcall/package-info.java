@@ -1,0 +1,7 @@
+/**
+ * Tool calls and reasoning in generated chat text: the tool-call formats of chat templates (Hermes, Llama 3.1 JSON,
+ * Mistral), their parsers (whole text and streamed), the automata that force a call when {@code tool_choice}
+ * requires one, and the split of a reasoning model's {@code <think>} block from its answer. Plain Java and Jackson;
+ * no Spring.
+ */
+package io.tqserve.toolcall;
