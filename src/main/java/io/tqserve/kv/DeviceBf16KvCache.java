@@ -8,7 +8,7 @@ import io.tqserve.backend.DeviceKv;
  * forward reaches it through {@link #attend}. Every call goes to the device cache, which checks its arguments
  * with the same {@code backend.KvLedger} as the Java caches.
  */
-public final class DeviceBf16KvCache implements KvCache {
+public final class DeviceBf16KvCache implements DeviceKvCache {
     private final AttentionShape shape;
     private final KvLayout layout;
     private final DeviceKv device;
@@ -19,7 +19,7 @@ public final class DeviceBf16KvCache implements KvCache {
         this.device = device;
     }
 
-    /** The device-side cache. */
+    @Override
     public DeviceKv device() {
         return device;
     }
