@@ -105,7 +105,7 @@ final class ServeBenchmark {
                     + rounds + " rounds");
             // Warm-up: JIT-compile the step loop, the kernels at every batch size, and the HTTP path.
             for (int c : new int[] {8, 4, 2, 1}) {
-                streams(lane, model, c, 48);
+                streams(lane, model, c, Math.min(48, tokens));
             }
             // The HTTP path runs once per token: give the JIT ~8000 of them (8 concurrent streams, twice).
             for (int i = 0; i < 2; i++) {
@@ -113,7 +113,7 @@ final class ServeBenchmark {
                 for (int c = 0; c < 8; c++) {
                     warm.add(Thread.ofPlatform().start(() -> {
                         try {
-                            overHttp(port, 512);
+                            overHttp(port, Math.min(512, 4 * tokens)); // fewer on a slow engine
                         } catch (Exception e) {
                             throw new IllegalStateException(e);
                         }

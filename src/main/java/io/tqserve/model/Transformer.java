@@ -26,9 +26,10 @@ import java.util.Optional;
  * matrix of rows: every weight matrix is read once per call for all rows (prefill of a whole prompt, or one
  * decode step of many sequences). Attention runs per chunk against that chunk's cache.
  *
- * <p>On a backend with a device decoder (MLX), chunks whose caches live on the device run the whole forward
- * there instead, one chunk at a time; other caches (e.g. TurboQuant, held in Java memory) take the Java path,
- * whose matmuls still go to the backend.
+ * <p>On a backend with a device decoder (MLX), a batch whose caches all live on the device runs the whole forward
+ * there instead, as one device graph (decode chunks made with {@link Chunk#sampled} are sampled in it, and
+ * {@link #submit} queues such a step without waiting for it); other caches (e.g. TurboQuant, held in Java memory)
+ * take the Java path, whose matmuls still go to the backend.
  */
 public final class Transformer implements AutoCloseable {
 
