@@ -152,6 +152,94 @@ class MlxTurboKvCacheTest {
         }
     }
 
+    /**
+     * A snapshot file written from a Java turbo cache on the CPU restores into the device cache and continues with
+     * the CPU's tokens; a snapshot of the device cache restores on the CPU and continues with the device's tokens.
+     */
+    @Test
+    void snapshotsMoveBetweenTheCpuAndTheDevice(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
+        String fp = "ab".repeat(32);
+        KvScheme scheme = KvScheme.parse("turbo:k8v3");
+        for (boolean fromCpu : new boolean[] {true, false}) {
+            Transformer src = fromCpu ? onCpu : onDevice;
+            Transformer dst = fromCpu ? onDevice : onCpu;
+            try (KvCache a = fromCpu ? javaCache("turbo:k8v3", 0) : deviceCache("turbo:k8v3", 0);
+                    KvCache b = fromCpu ? deviceCache("turbo:k8v3", 0) : javaCache("turbo:k8v3", 0);
+                    Arena arena = Arena.ofConfined()) {
+                ForwardState sa = new ForwardState(config);
+                int[] tokens = java.util.Arrays.copyOf(PROMPT, PROMPT.length + 8);
+                float[] logits = step(src, sa, a, PROMPT);
+                for (int i = 0; i < 8; i++) {
+                    tokens[PROMPT.length + i] = argmax(logits);
+                    logits = step(src, sa, a, tokens[PROMPT.length + i]);
+                }
+                Path file = dir.resolve(fromCpu ? "cpu.tqkv" : "mlx.tqkv");
+                io.tqserve.kv.store.KvSnapshot.capture(a, tokens, java.util.Arrays.copyOf(logits, config.vocabSize()),
+                        fp, fp, arena).write(file);
+                io.tqserve.kv.store.KvSnapshot snap = io.tqserve.kv.store.KvSnapshot.read(file, scheme, fp, fp, arena);
+                snap.restoreInto(b);
+                assertSameBytes(export(a, arena), export(b, arena), "restored cache");
+                int[] expected = new int[16];
+                int[] actual = new int[16];
+                float[] la = snap.logits();
+                float[] lb = snap.logits();
+                ForwardState sb = new ForwardState(config);
+                for (int i = 0; i < 16; i++) {
+                    expected[i] = argmax(la);
+                    actual[i] = argmax(lb);
+                    la = step(src, sa, a, expected[i]);
+                    lb = step(dst, sb, b, actual[i]);
+                }
+                assertArrayEquals(expected, actual, (fromCpu ? "CPU -> MLX" : "MLX -> CPU") + " continuation");
+            }
+        }
+    }
+
+    /** One MLX evaluation per turbo decode step: the store, the attention and the sampling are one graph. */
+    @Test
+    void oneEvaluationPerDecodeStep() {
+        try (KvCache c = deviceCache("turbo:k8v3", 4)) {
+            ForwardState state = new ForwardState(config);
+            int next = argmax(step(onDevice, state, c, PROMPT));
+            long before = mlx.mlx().evaluations();
+            for (int i = 0; i < 16; i++) {
+                next = argmax(step(onDevice, state, c, next));
+            }
+            assertEquals(16, mlx.mlx().evaluations() - before, "evaluations over 16 turbo decode steps");
+        }
+    }
+
+    /**
+     * Over 1,000 decode steps (1,024 tokens, four 256-token growths) MLX's active memory grows by the cache's
+     * accounted bytes (2400 B/token for turbo:k8v3) within 1 %, and returns to its baseline when the cache closes.
+     */
+    @Test
+    void activeMemoryGrowsByTheAccountedBytesPerToken() {
+        int[] prompt = new int[24];
+        System.arraycopy(PROMPT, 0, prompt, 0, PROMPT.length);
+        java.util.Arrays.fill(prompt, PROMPT.length, prompt.length, 42);
+        greedy(onDevice, deviceCache("turbo:k8v3", 0), prompt, 2); // warm: MLX's compiled kernels, the RoPE table
+        mlx.mlx().clearCache();
+        long baseline = mlx.mlx().activeMemory();
+        long used;
+        try (KvCache c = deviceCache("turbo:k8v3", 0)) {
+            ForwardState state = new ForwardState(config);
+            int next = argmax(step(onDevice, state, c, prompt));
+            for (int i = 0; i < 1000; i++) {
+                next = argmax(step(onDevice, state, c, next));
+            }
+            assertEquals(1024, c.length());
+            used = c.bytesUsed();
+            assertEquals(2400L * 1024, used);
+            long grown = mlx.mlx().activeMemory() - baseline;
+            System.out.printf("turbo:k8v3 on MLX: active memory +%d bytes for %d accounted (%.4f)%n", grown, used,
+                    (double) grown / used);
+            assertTrue(Math.abs(grown - used) <= used / 100, "active memory grew " + grown + " for " + used + " accounted");
+        }
+        long after = mlx.mlx().activeMemory() - baseline;
+        assertTrue(Math.abs(after) <= used / 100, "after close, active memory is " + after + " bytes off its baseline");
+    }
+
     static int[] greedy(Transformer t, KvCache cache, int[] prompt, int n) {
         try (cache) {
             ForwardState state = new ForwardState(config);
