@@ -37,11 +37,14 @@ final class MlxTurboBits {
             MlxArray codes = s.bitwiseAnd(s.rightShift(u, sh), s.astype(s.scalar((1 << bits) - 1), MlxDtype.UINT32));
             return s.astype(s.reshape(codes, n, d), MlxDtype.INT32);
         }
-        // 3, 5: codes straddle bytes; expand to the bit stream, regroup b bits per code
-        MlxArray bitsOf = s.bitwiseAnd(s.rightShift(u, s.arange(0, 8, MlxDtype.UINT32)),
-                s.astype(s.scalar(1), MlxDtype.UINT32)); // (n, bytes, 8)
-        MlxArray perCode = s.reshape(bitsOf, n, d, bits);
-        MlxArray weighted = s.leftShift(perCode, s.arange(0, bits, MlxDtype.UINT32));
-        return s.astype(s.sum(weighted, 2, false), MlxDtype.INT32);
+        // 3, 5: codes straddle bytes; every b bytes hold 8 codes, so read them as one little-endian word
+        // (b·8 ≤ 40 bits: uint64) and shift each code out of it
+        int words = shape[1] / bits;
+        MlxArray bytes = s.reshape(s.astype(packed, MlxDtype.UINT64), n, words, bits);
+        MlxArray byteShift = s.multiply(s.arange(0, bits, MlxDtype.UINT64), s.astype(s.scalar(8), MlxDtype.UINT64));
+        MlxArray word = s.sum(s.leftShift(bytes, byteShift), 2, true); // (n, words, 1); disjoint bits: sum = or
+        MlxArray codeShift = s.multiply(s.arange(0, 8, MlxDtype.UINT64), s.astype(s.scalar(bits), MlxDtype.UINT64));
+        MlxArray codes = s.bitwiseAnd(s.rightShift(word, codeShift), s.astype(s.scalar((1 << bits) - 1), MlxDtype.UINT64));
+        return s.astype(s.reshape(codes, n, d), MlxDtype.INT32);
     }
 }
