@@ -169,8 +169,9 @@ final class MlxTurboKvCache implements MlxSequenceKv {
         }
         int ti = length + p - prefixTokens;
         ensureCapacity(s, ti + n);
-        MlxArray[] enc = encode(s, s.reshape(tokens(s, k, p, rows), kvHeads * n, d),
-                s.reshape(tokens(s, v, p, rows), kvHeads * n, d));
+        // float32 rows, as the Java codec encodes (native mode's bf16 rows widen exactly)
+        MlxArray[] enc = encode(s, s.reshape(s.astype(tokens(s, k, p, rows), MlxDtype.FLOAT32), kvHeads * n, d),
+                s.reshape(s.astype(tokens(s, v, p, rows), MlxDtype.FLOAT32), kvHeads * n, d));
         for (int i = 0; i < sections.length; i++) {
             write(s, i, layer, s.reshape(enc[i], 1, kvHeads, n, widths[i]), ti);
         }
