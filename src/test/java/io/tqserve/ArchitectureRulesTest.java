@@ -21,7 +21,7 @@ class ArchitectureRulesTest {
     @Test
     void springOnlyInApiConfigManagementAndCli() {
         noClasses().that().resideInAnyPackage("io.tqserve.engine..", "io.tqserve.model..", "io.tqserve.kv..",
-                        "io.tqserve.backend..", "io.tqserve.routing..")
+                        "io.tqserve.backend..", "io.tqserve.routing..", "io.tqserve.template..")
                 .should().dependOnClassesThat().resideInAnyPackage("org.springframework..")
                 .check(classes);
     }
@@ -50,6 +50,22 @@ class ArchitectureRulesTest {
                 .should().dependOnClassesThat().resideInAnyPackage("io.tqserve.api..", "io.tqserve.routing..",
                         "io.tqserve.engine..", "io.tqserve.config..", "io.tqserve.management..", "io.tqserve.cli..",
                         "io.tqserve.backend.cpu..", "io.tqserve.backend.mlx..")
+                .check(classes);
+    }
+
+    @Test
+    void templateDependsOnlyOnTheJdkAndJackson() {
+        noClasses().that().resideInAPackage("io.tqserve.template..")
+                .should().dependOnClassesThat().resideOutsideOfPackages("io.tqserve.template..", "java..",
+                        "tools.jackson..")
+                .check(classes);
+    }
+
+    @Test
+    void onlyTheTemplateApiIsPublic() {
+        com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes().that().resideInAPackage("io.tqserve.template..")
+                .and().areTopLevelClasses().and().arePublic()
+                .should().haveSimpleNameStartingWith("ChatTemplate").orShould().haveSimpleNameStartingWith("Template")
                 .check(classes);
     }
 

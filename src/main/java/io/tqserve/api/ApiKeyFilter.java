@@ -48,13 +48,20 @@ public final class ApiKeyFilter implements WebFilter {
         if (auth == null || !auth.regionMatches(true, 0, "Bearer ", 0, 7)) {
             return Mono.error(unauthorized("missing API key: send Authorization: Bearer <key>"));
         }
-        return matches(auth.substring(7).trim()) ? chain.filter(exchange)
-                : Mono.error(unauthorized("invalid API key"));
+        byte[] digest = sha256(auth.substring(7).trim());
+        if (!matches(digest)) {
+            return Mono.error(unauthorized("invalid API key"));
+        }
+        Tenant.set(exchange, digest);
+        return chain.filter(exchange);
     }
 
     /** True when {@code given} is one of the keys; takes the same time whichever key matches, if any. */
     boolean matches(String given) {
-        byte[] digest = sha256(given);
+        return matches(sha256(given));
+    }
+
+    private boolean matches(byte[] digest) {
         boolean ok = false;
         for (byte[] k : keyDigests) {
             ok |= MessageDigest.isEqual(k, digest);

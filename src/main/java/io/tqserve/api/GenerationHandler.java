@@ -13,6 +13,7 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpStatus;
@@ -25,6 +26,7 @@ import org.springframework.web.reactive.function.server.ServerResponse;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
+import tools.jackson.databind.JsonNode;
 
 /**
  * {@code POST /v1/chat/completions} and {@code POST /v1/completions}: parse and validate on the event loop
@@ -83,12 +85,20 @@ public final class GenerationHandler {
         return Mono.defer(() -> {
             ServingRuntime.Loaded loaded = Readiness.require(runtime, settings);
             PromptBuilder builder = new PromptBuilder(loaded.model(), settings.defaultMaxTokens());
-            return request.bodyToMono(byte[].class).defaultIfEmpty(new byte[0])
-                    .map(body -> parser.parse(Json.read(body), endpoint, laneHeader))
+            String tenant = Tenant.of(request.exchange());
+            AtomicReference<String> cacheNamespace = new AtomicReference<>(tenant);
+            return Json.body(request)
+                    .map(body -> {
+                        JsonNode json = Json.read(body);
+                        ParsedRequest parsed = parser.parse(json, endpoint, laneHeader);
+                        cacheNamespace.set(Tenant.cacheNamespace(tenant, json));
+                        return parsed;
+                    })
                     .doOnNext(this::checkModel)
                     .publishOn(scheduler)
                     .map(p -> builder.prepare(p, p.kvSnapshot() == null ? null
-                            : snapshots.resolve(p.kvSnapshot(), loaded.model())))
+                            : snapshots.resolve(p.kvSnapshot(), tenant, loaded.model()))
+                            .withCacheNamespace(cacheNamespace.get()))
                     .flatMap(p -> respond(p, loaded, arrival, request.exchange().getResponse().getHeaders()));
         });
     }

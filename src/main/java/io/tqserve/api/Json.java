@@ -4,6 +4,13 @@ import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
+import org.springframework.http.HttpHeaders;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.InvalidMediaTypeException;
+import org.springframework.http.MediaType;
+import org.springframework.web.reactive.function.server.ServerRequest;
+import reactor.core.publisher.Mono;
 import tools.jackson.core.JacksonException;
 import tools.jackson.core.StreamReadConstraints;
 import tools.jackson.core.StreamReadFeature;
@@ -31,6 +38,44 @@ final class Json {
             .build();
 
     private Json() {
+    }
+
+    /**
+     * The body of a JSON request, after its {@code Content-Type} was checked: exactly one header, parsable, type
+     * {@code application/json}, no charset or UTF-8 (RFC 8259: JSON is UTF-8). Anything else is a 415 before the
+     * body is read, so a browser's cross-origin "simple" request ({@code text/plain}, a form, no type at all: no
+     * CORS preflight) is never executed. An empty body is returned as an empty array.
+     */
+    static Mono<byte[]> body(ServerRequest request) {
+        return Mono.defer(() -> {
+            requireJson(request.headers().header(HttpHeaders.CONTENT_TYPE));
+            return request.bodyToMono(byte[].class).defaultIfEmpty(new byte[0]);
+        });
+    }
+
+    static void requireJson(List<String> contentTypes) {
+        if (contentTypes.size() != 1) {
+            throw unsupported(contentTypes.isEmpty() ? "the request has no Content-Type"
+                    : "the request has " + contentTypes.size() + " Content-Type headers");
+        }
+        MediaType type;
+        try {
+            type = MediaType.parseMediaType(contentTypes.getFirst());
+        } catch (InvalidMediaTypeException e) {
+            throw unsupported("the Content-Type cannot be parsed");
+        }
+        if (!type.getType().equals("application") || !type.getSubtype().equals("json")) {
+            throw unsupported("Content-Type " + type.getType() + "/" + type.getSubtype() + " is not accepted");
+        }
+        if (type.getCharset() != null && !type.getCharset().equals(StandardCharsets.UTF_8)) {
+            throw unsupported("charset " + type.getCharset().name() + " is not accepted (JSON is UTF-8)");
+        }
+    }
+
+    /** 415 invalid_request_error, code unsupported_media_type; the message never echoes the header's text. */
+    static ApiException unsupported(String why) {
+        return new ApiException(HttpStatus.UNSUPPORTED_MEDIA_TYPE, "invalid_request_error", null,
+                "unsupported_media_type", why + "; send Content-Type: application/json", null);
     }
 
     static JsonNode read(byte[] body) {

@@ -12,15 +12,20 @@ import org.springframework.core.io.buffer.DataBufferUtils;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.HttpStatusCode;
+import org.springframework.http.InvalidMediaTypeException;
 import org.springframework.http.MediaType;
+import org.springframework.http.server.reactive.ServerHttpResponseDecorator;
 import org.springframework.http.server.reactive.ServerHttpResponse;
 import org.springframework.stereotype.Component;
 import org.springframework.web.server.ResponseStatusException;
 import org.springframework.web.server.ServerWebExchange;
 import org.springframework.web.server.ServerWebInputException;
 import org.springframework.web.server.WebExceptionHandler;
+import io.netty.channel.ChannelException;
+import io.netty.handler.timeout.ReadTimeoutException;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.netty.http.server.HttpServerResponse;
 
 /**
  * Every error the server answers carries an OpenAI error body ({@code {"error": {"message", "type", "param",
@@ -40,6 +45,14 @@ public final class OpenAiErrorHandler implements WebExceptionHandler {
         ServerHttpResponse response = exchange.getResponse();
         if (response.isCommitted()) {
             return Mono.error(ex);
+        }
+        if (answeredByNetty(response)) {
+            // Reactor Netty already answered on the wire (a 400 for a body it could not decode, e.g. a chunk size
+            // "zz") and will close the connection: record that status, write nothing more.
+            response.setStatusCode(HttpStatus.BAD_REQUEST);
+            log.debug("request {} {} was answered by the HTTP decoder: {}", exchange.getRequest().getMethod(),
+                    exchange.getRequest().getPath(), ex.toString());
+            return Mono.empty();
         }
         ApiException api = toApiException(exchange, ex);
         response.setStatusCode(api.status());
@@ -82,9 +95,26 @@ public final class OpenAiErrorHandler implements WebExceptionHandler {
                 }));
     }
 
+    /** True when the server's HTTP layer has sent a response head of its own for this exchange. */
+    static boolean answeredByNetty(ServerHttpResponse response) {
+        try {
+            return ServerHttpResponseDecorator.getNativeResponse(response) instanceof HttpServerResponse n
+                    && n.hasSentHeaders();
+        } catch (IllegalStateException e) {
+            return false; // a mock response (tests bound to a router function) has no native response
+        }
+    }
+
     static ApiException toApiException(ServerWebExchange exchange, Throwable ex) {
         if (ex instanceof ApiException a) {
             return a;
+        }
+        if (hasCause(ex, InvalidMediaTypeException.class)) {
+            return Json.unsupported("the Content-Type cannot be parsed");
+        }
+        if (bodyTimedOut(ex)) {
+            return new ApiException(HttpStatus.REQUEST_TIMEOUT, "timeout", null, "request_timeout",
+                    "the request body did not arrive in time (tqserve.api.http.body-timeout)", null);
         }
         if (hasCause(ex, DataBufferLimitException.class)) {
             return new ApiException(HttpStatus.PAYLOAD_TOO_LARGE, "invalid_request_error", null, "body_too_large",
@@ -113,6 +143,20 @@ public final class OpenAiErrorHandler implements WebExceptionHandler {
                 exchange.getRequest().getPath(), ex);
         return new ApiException(HttpStatus.INTERNAL_SERVER_ERROR, "server_error", null, null,
                 "the server had an error while processing the request", null);
+    }
+
+    /**
+     * Reactor Netty's body timeout ({@code HttpServer.requestTimeout}) fails the body with its package-private
+     * {@code RequestTimeoutException}, a {@link ChannelException} with the message "Request timed out".
+     */
+    private static boolean bodyTimedOut(Throwable t) {
+        for (Throwable c = t; c != null; c = c.getCause() == c ? null : c.getCause()) {
+            if (c instanceof ReadTimeoutException
+                    || c instanceof ChannelException && "Request timed out".equals(c.getMessage())) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static boolean hasCause(Throwable t, Class<? extends Throwable> type) {

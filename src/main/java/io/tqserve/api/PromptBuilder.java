@@ -2,9 +2,11 @@ package io.tqserve.api;
 
 import io.tqserve.engine.GenerationRequest;
 import io.tqserve.engine.SamplingParams;
-import io.tqserve.model.ChatTemplate;
+import io.tqserve.model.ChatMessage;
 import io.tqserve.model.GenerationConfig;
 import io.tqserve.model.Model;
+import io.tqserve.template.ChatTemplate;
+import io.tqserve.template.TemplateException;
 
 /**
  * Turns a parsed request into token ids and sampling parameters: renders the chat template, tokenizes, checks the
@@ -23,6 +25,10 @@ final class PromptBuilder {
      * @param generation the tokenized request
      */
     record Prepared(ParsedRequest request, String echoText, GenerationRequest generation) {
+        /** The same request reading and filling another prompt-cache namespace. */
+        Prepared withCacheNamespace(String namespace) {
+            return new Prepared(request, echoText, generation.withCacheNamespace(namespace));
+        }
     }
 
     private final Model model;
@@ -46,12 +52,7 @@ final class PromptBuilder {
             if (template == null) {
                 throw ApiException.invalid("messages", "the served model has no chat template; use /v1/completions");
             }
-            String rendered;
-            try {
-                rendered = template.render(r.messages(), true);
-            } catch (RuntimeException e) {
-                throw ApiException.invalid("messages", "the chat template rejected the messages: " + e.getMessage());
-            }
+            String rendered = render(template, r.messages(), true);
             ids = model.tokenizer().encode(rendered);
         } else if (r.promptIds() != null) {
             ids = r.promptIds();
@@ -100,5 +101,19 @@ final class PromptBuilder {
                 r.presencePenalty(), r.frequencyPenalty(), r.logitBias(), maxTokens, r.stop(), r.ignoreEos(),
                 r.topLogprobs());
         return new Prepared(r, echo, new GenerationRequest(ids, params, prefix, null));
+    }
+
+    /**
+     * Renders messages with the model's chat template. A conversation the template refuses through
+     * {@code raise_exception} is a 400 with exactly the template's message (as Python raises it); any other
+     * template error is a 400 naming the error and the template line.
+     */
+    static String render(ChatTemplate template, java.util.List<ChatMessage> messages, boolean addGenerationPrompt) {
+        try {
+            return template.render(ChatMessage.asTemplateValues(messages), addGenerationPrompt);
+        } catch (TemplateException e) {
+            throw ApiException.invalid("messages", e.raisedByTemplate() ? e.getMessage()
+                    : "the chat template failed on the messages: " + e.getMessage());
+        }
     }
 }

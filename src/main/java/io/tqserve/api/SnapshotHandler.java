@@ -39,6 +39,7 @@ import tools.jackson.databind.JsonNode;
  */
 @Component
 public final class SnapshotHandler {
+    private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(SnapshotHandler.class);
     private final ServingRuntime runtime;
     private final ApiSettings settings;
     private final SnapshotSettings snapshots;
@@ -59,15 +60,17 @@ public final class SnapshotHandler {
                     "KV snapshots are off; set tqserve.store.dir to a directory to enable them", null);
         }
         return store.updateAndGet(s -> s != null ? s
-                : new SnapshotStore(snapshots.dir(), model.fingerprint(), model.tokenizerHash()));
+                : new SnapshotStore(snapshots.dir(), model.fingerprint(), model.tokenizerHash(), snapshots.quota()));
     }
 
     public Mono<ServerResponse> create(ServerRequest request) {
         String laneHeader = request.headers().firstHeader(GenerationHandler.LANE_HEADER);
+        String owner = Tenant.of(request.exchange());
         return Mono.defer(() -> {
+            Json.requireJson(request.headers().header(org.springframework.http.HttpHeaders.CONTENT_TYPE));
             ServingRuntime.Loaded loaded = Readiness.require(runtime, settings);
             SnapshotStore st = store(loaded.model());
-            return request.bodyToMono(byte[].class).defaultIfEmpty(new byte[0]).map(Json::read)
+            return Json.body(request).map(Json::read)
                     .publishOn(scheduler)
                     .flatMap(body -> {
                         if (!body.isObject()) {
@@ -83,7 +86,12 @@ public final class SnapshotHandler {
                                     + loaded.model().config().maxPositions());
                         }
                         Optional<Lane.Kind> override = laneOverride(body, laneHeader);
-                        return capture(loaded, st, ids, override);
+                        try {
+                            st.checkRoom(owner); // before the prefill: a full quota costs no compute
+                        } catch (SnapshotStore.QuotaExceededException e) {
+                            throw quotaExceeded(e);
+                        }
+                        return capture(loaded, st, owner, ids, override);
                     });
         });
     }
@@ -100,7 +108,7 @@ public final class SnapshotHandler {
         };
     }
 
-    private Mono<ServerResponse> capture(ServingRuntime.Loaded loaded, SnapshotStore st, int[] ids,
+    private Mono<ServerResponse> capture(ServingRuntime.Loaded loaded, SnapshotStore st, String owner, int[] ids,
             Optional<Lane.Kind> override) {
         RouteDecision decision;
         try {
@@ -125,11 +133,14 @@ public final class SnapshotHandler {
                                     "cancelled", "the snapshot was not taken", settings.retryAfter());
                         }
                         try {
-                            SnapshotStore.Info info = st.save(captured.get());
+                            SnapshotStore.Info info = st.save(owner, captured.get());
                             return body(info, lane.kind());
+                        } catch (SnapshotStore.QuotaExceededException e) {
+                            throw quotaExceeded(e);
                         } catch (SnapshotException e) {
+                            log.warn("could not write a KV snapshot: {}", e.getMessage());
                             throw new ApiException(HttpStatus.INTERNAL_SERVER_ERROR, "server_error", null,
-                                    "snapshot_write_failed", e.getMessage(), null);
+                                    "snapshot_write_failed", "the snapshot could not be written", null);
                         }
                     })
                     .flatMap(SnapshotHandler::json);
@@ -157,8 +168,9 @@ public final class SnapshotHandler {
     public Mono<ServerResponse> list(ServerRequest request) {
         return Mono.defer(() -> {
             SnapshotStore st = store(Readiness.require(runtime, settings).model());
+            String owner = Tenant.of(request.exchange());
             return Mono.fromCallable(() -> {
-                List<Map<String, Object>> data = st.list().stream().map(i -> body(i, null)).toList();
+                List<Map<String, Object>> data = st.list(owner).stream().map(i -> body(i, null)).toList();
                 Map<String, Object> out = new LinkedHashMap<>();
                 out.put("object", "list");
                 out.put("data", data);
@@ -171,8 +183,9 @@ public final class SnapshotHandler {
         String id = request.pathVariable("id");
         return Mono.defer(() -> {
             SnapshotStore st = store(Readiness.require(runtime, settings).model());
+            String owner = Tenant.of(request.exchange());
             return Mono.fromCallable(() -> {
-                if (!st.delete(id)) {
+                if (!st.delete(owner, id)) {
                     throw notFound(id);
                 }
                 Map<String, Object> out = new LinkedHashMap<>();
@@ -188,15 +201,34 @@ public final class SnapshotHandler {
      * The snapshot a completion continues from, validated against the served model; a missing or damaged one is
      * a 4xx naming why. Blocking I/O: call off the event loop.
      */
-    KvSnapshot resolve(String id, Model model) {
+    KvSnapshot resolve(String id, String owner, Model model) {
         SnapshotStore st = store(model);
         try {
-            return st.load(id).orElseThrow(() -> notFound(id));
+            return st.load(owner, id).orElseThrow(() -> notFound(id));
         } catch (SnapshotException e) {
-            throw new ApiException(e.reason() == SnapshotException.Reason.IO ? HttpStatus.INTERNAL_SERVER_ERROR
-                    : HttpStatus.CONFLICT, "invalid_request_error", "tqserve_kv_snapshot",
-                    "snapshot_" + e.reason().name().toLowerCase(java.util.Locale.ROOT), e.getMessage(), null);
+            // the store's messages name files: the answer says only what is wrong with the snapshot
+            log.warn("KV snapshot {} cannot be used: {}", id, e.getMessage());
+            throw new ApiException(HttpStatus.CONFLICT, "invalid_request_error", "tqserve_kv_snapshot",
+                    "snapshot_" + e.reason().name().toLowerCase(java.util.Locale.ROOT), unusable(e.reason()), null);
         }
+    }
+
+    private static String unusable(SnapshotException.Reason reason) {
+        return "the KV snapshot cannot be used: " + switch (reason) {
+            case NOT_A_SNAPSHOT -> "its file is not a KV snapshot";
+            case UNSUPPORTED_VERSION -> "it was written in a format version this server does not read";
+            case TRUNCATED -> "its file is truncated";
+            case CHECKSUM -> "its file is damaged (checksum mismatch)";
+            case WRONG_SCHEME -> "it holds another KV scheme or shape";
+            case WRONG_MODEL -> "it was written for other model weights";
+            case WRONG_TOKENIZER -> "it was written with another tokenizer";
+            case IO -> "its file cannot be read";
+        };
+    }
+
+    private static ApiException quotaExceeded(SnapshotStore.QuotaExceededException e) {
+        return new ApiException(HttpStatus.TOO_MANY_REQUESTS, "insufficient_quota", null, "snapshot_quota_exceeded",
+                e.getMessage() + " (tqserve.store.snapshots.*)", null);
     }
 
     private static ApiException notFound(String id) {

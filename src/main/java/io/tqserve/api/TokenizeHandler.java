@@ -3,8 +3,8 @@ package io.tqserve.api;
 import io.tqserve.api.openai.ModelList;
 import io.tqserve.api.openai.Wire;
 import io.tqserve.model.ChatMessage;
-import io.tqserve.model.ChatTemplate;
 import io.tqserve.model.Model;
+import io.tqserve.template.ChatTemplate;
 import io.tqserve.routing.ServingRuntime;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -57,7 +57,7 @@ public final class TokenizeHandler {
     public Mono<ServerResponse> tokenize(ServerRequest request) {
         return Mono.defer(() -> {
             Model model = Readiness.require(runtime, settings).model();
-            return request.bodyToMono(byte[].class).defaultIfEmpty(new byte[0]).map(Json::read)
+            return Json.body(request).map(Json::read)
                     .publishOn(scheduler)
                     .map(body -> {
                         if (!body.isObject()) {
@@ -97,17 +97,13 @@ public final class TokenizeHandler {
         JsonNode agp = body.get("add_generation_prompt");
         boolean addGenerationPrompt = agp == null || !agp.isBoolean() || agp.booleanValue();
         List<ChatMessage> ms = new ArrayList<>(chat.messages());
-        try {
-            return template.render(ms, addGenerationPrompt);
-        } catch (RuntimeException e) {
-            throw ApiException.invalid("messages", "the chat template rejected the messages: " + e.getMessage());
-        }
+        return PromptBuilder.render(template, ms, addGenerationPrompt);
     }
 
     public Mono<ServerResponse> detokenize(ServerRequest request) {
         return Mono.defer(() -> {
             Model model = Readiness.require(runtime, settings).model();
-            return request.bodyToMono(byte[].class).defaultIfEmpty(new byte[0]).map(Json::read)
+            return Json.body(request).map(Json::read)
                     .publishOn(scheduler)
                     .map(body -> {
                         JsonNode tokens = body.get("tokens");

@@ -5,7 +5,7 @@ import java.lang.foreign.MemorySegment;
 /**
  * The KV-cache contract: the keys and values of all layers of one sequence. It is stated once, here in the backend
  * SPI, so that both the Java-managed caches ({@code kv.KvCache}) and the device-resident ones ({@link DeviceKv})
- * implement the same thing; {@link KvLedger} holds the bookkeeping and argument checks they share.
+ * implement the same thing; {@link AbstractSequenceKv} holds the bookkeeping and argument checks they share.
  *
  * <p>A forward pass over {@code rows} new tokens calls {@link #attend} once per layer (positions
  * {@code length() .. length()+rows-1}), then {@link #advance}. The first prefill of a fresh sequence (an empty

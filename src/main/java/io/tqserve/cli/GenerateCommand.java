@@ -24,7 +24,7 @@ import java.util.Set;
 final class GenerateCommand {
     static final String USAGE = "usage: tqserve generate --prompt TEXT [--model DIR] [--max-tokens N] [--temperature T]"
             + " [--seed S] [--top-p P] [--top-k K] [--chat] [--kv bf16|turbo:k8v3|...] [--threads N]"
-            + " [--backend auto|cpu|mlx] [--mlx-library PATH]";
+            + " [--backend auto|cpu|mlx] [--mlx-library PATH] [--mlx-dtype native|float32]";
 
     private GenerateCommand() {
     }
@@ -36,14 +36,15 @@ final class GenerateCommand {
     /** Runs the verb writing the generated text to {@code out} and diagnostics to {@code err}. */
     static int run(String[] args, PrintStream out, PrintStream err) throws Exception {
         CliArgs a = new CliArgs(args, 1, Set.of("--prompt", "--model", "--max-tokens", "--temperature", "--seed",
-                "--top-p", "--top-k", "--kv", "--threads", "--backend", "--mlx-library"), Set.of("--chat"));
+                "--top-p", "--top-k", "--kv", "--threads", "--backend", "--mlx-library", "--mlx-dtype"), Set.of("--chat"));
         String prompt = a.require("--prompt");
         Path modelDir = Path.of(a.get("--model", TqserveMain.DEFAULT_MODEL));
         KvScheme scheme = KvScheme.parse(a.get("--kv", "bf16"));
         BackendSelector.Selection selection;
         try {
             selection = BackendSelector.select(a.get("--backend", "auto"), a.getInt("--threads", 0),
-                    a.get("--mlx-library", null));
+                    a.get("--mlx-library", null), io.tqserve.backend.mlx.MlxOptions.DEFAULTS.withDtype(
+                            io.tqserve.backend.mlx.MlxOptions.Dtype.parse(a.get("--mlx-dtype", "native"))));
         } catch (IllegalStateException e) {
             throw new IllegalArgumentException(e.getMessage(), e);
         }
@@ -60,7 +61,7 @@ final class GenerateCommand {
                 if (model.chatTemplate() == null) {
                     throw new IllegalArgumentException("the model has no chat template; drop --chat");
                 }
-                String rendered = model.chatTemplate().render(List.of(new ChatMessage("user", prompt)), true);
+                String rendered = model.chatTemplate().render(ChatMessage.asTemplateValues(List.of(new ChatMessage("user", prompt))), true);
                 ids = model.tokenizer().encode(rendered);
             } else {
                 ids = model.tokenizer().encode(prompt);

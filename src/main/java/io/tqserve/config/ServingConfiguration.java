@@ -38,9 +38,19 @@ public class ServingConfiguration {
     }
 
     @Bean
+    io.tqserve.api.HttpSettings httpSettings(TqserveProperties props) {
+        TqserveProperties.Api a = props.api();
+        return new io.tqserve.api.HttpSettings(a.allowedHosts(), a.http().headerTimeout(), a.http().bodyTimeout(),
+                a.http().idleTimeout());
+    }
+
+    @Bean
     io.tqserve.api.SnapshotSettings snapshotSettings(TqserveProperties props) {
         String dir = props.store().dir();
-        return new io.tqserve.api.SnapshotSettings(dir.isBlank() ? null : java.nio.file.Path.of(dir).resolve("snapshots"));
+        TqserveProperties.Snapshots q = props.store().snapshots();
+        return new io.tqserve.api.SnapshotSettings(dir.isBlank() ? null : java.nio.file.Path.of(dir).resolve("snapshots"),
+                new io.tqserve.kv.store.SnapshotStore.Quota(q.maxCount(), q.maxBytes().toBytes(), q.maxCountPerKey(),
+                        q.maxBytesPerKey().toBytes()));
     }
 
     @Bean

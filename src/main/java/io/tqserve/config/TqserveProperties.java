@@ -126,10 +126,26 @@ public record TqserveProperties(@Valid @DefaultValue Model model, @Valid @Defaul
     /**
      * KV persistence.
      *
-     * @param dir      directory for prompt-cache spill files and KV snapshots; empty = persistence off
-     * @param maxBytes disk cap of the prompt-cache spill tier (per lane)
+     * @param dir       directory for prompt-cache spill files and KV snapshots; empty = persistence off
+     * @param maxBytes  disk cap of the prompt-cache spill tier (per lane)
+     * @param snapshots limits of the KV snapshot store
      */
-    public record Store(@DefaultValue("") String dir, @DefaultValue("1GB") @NotNull DataSize maxBytes) {
+    public record Store(@DefaultValue("") String dir, @DefaultValue("1GB") @NotNull DataSize maxBytes,
+            @Valid @DefaultValue Snapshots snapshots) {
+    }
+
+    /**
+     * Limits of the KV snapshots ({@code POST /v1/kv/snapshots}); 0 = no limit. Per key = per API key (all
+     * requests together when no keys are set).
+     *
+     * @param maxCount       snapshots kept in all
+     * @param maxBytes       disk bytes of all snapshots
+     * @param maxCountPerKey snapshots one API key may keep
+     * @param maxBytesPerKey disk bytes of one API key's snapshots
+     */
+    public record Snapshots(@DefaultValue("1000") @Min(0) int maxCount,
+            @DefaultValue("10GB") @NotNull DataSize maxBytes, @DefaultValue("100") @Min(0) int maxCountPerKey,
+            @DefaultValue("2GB") @NotNull DataSize maxBytesPerKey) {
     }
 
     /**
@@ -154,17 +170,32 @@ public record TqserveProperties(@Valid @DefaultValue Model model, @Valid @Defaul
      * @param maxPromptChars      most characters of prompt text (all messages together) in one request
      * @param openActuator        actuator endpoints that stay open when keys are set (the others need the key)
      * @param cors                cross-origin access for browsers
+     * @param allowedHosts        host names the Host header may name (DNS-rebinding guard); empty = any
+     * @param http                connection timeouts
      */
     public record Api(@DefaultValue List<String> keys, @DefaultValue("false") boolean strictModelId,
             @DefaultValue("512") @Min(1) int defaultMaxTokens, @DefaultValue("5s") @NotNull Duration keepAliveInterval,
             @DefaultValue("1s") @NotNull Duration retryAfter, @DefaultValue("10m") @NotNull Duration requestTimeout,
             @DefaultValue("15s") @NotNull Duration shutdownGracePeriod, @DefaultValue("false") boolean logPrompts,
             @DefaultValue("1000") @Min(1) int maxMessages, @DefaultValue("1000000") @Min(1) int maxPromptChars,
-            @DefaultValue("health") List<String> openActuator, @Valid @DefaultValue Cors cors) {
+            @DefaultValue("health") List<String> openActuator, @Valid @DefaultValue Cors cors,
+            @DefaultValue List<String> allowedHosts, @Valid @DefaultValue Http http) {
         public Api {
             keys = keys == null ? List.of() : List.copyOf(keys);
             openActuator = openActuator == null ? List.of() : List.copyOf(openActuator);
+            allowedHosts = allowedHosts == null ? List.of() : List.copyOf(allowedHosts);
         }
+    }
+
+    /**
+     * Read timeouts of HTTP connections; none of them applies while a response (an SSE stream) is being sent.
+     *
+     * @param headerTimeout from the first byte of a request to the end of its headers; then 408 and close
+     * @param bodyTimeout   from the end of a request's headers to the end of its body; then the connection closes
+     * @param idleTimeout   a keep-alive connection waiting for its next request is closed after this long
+     */
+    public record Http(@DefaultValue("20s") @NotNull Duration headerTimeout,
+            @DefaultValue("60s") @NotNull Duration bodyTimeout, @DefaultValue("60s") @NotNull Duration idleTimeout) {
     }
 
     /** @param allowedOrigins origins (e.g. https://app.example.com, or *) browsers may call the API from; empty = CORS off */

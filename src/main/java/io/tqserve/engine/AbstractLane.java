@@ -154,7 +154,7 @@ abstract class AbstractLane implements Lane {
                 seq.readyLogits = resume.logits().clone();
             }
         } else if (pc != null && seq.request.capture() == null) {
-            PromptCache.Reuse reuse = pc.restoreLongestPrefix(seq.prompt, seq.cache);
+            PromptCache.Reuse reuse = pc.restoreLongestPrefix(seq.request.cacheNamespace(), seq.prompt, seq.cache);
             seq.prefilled = reuse.tokens();
             seq.cachedTokens = reuse.tokens();
             if (reuse.complete(seq.prompt.length)) {
@@ -171,7 +171,8 @@ abstract class AbstractLane implements Lane {
             return;
         }
         try {
-            pc.insert(seq.prompt, seq.cache, java.util.Arrays.copyOfRange(logits, off, off + model.config().vocabSize()));
+            pc.insert(seq.request.cacheNamespace(), seq.prompt, seq.cache,
+                    java.util.Arrays.copyOfRange(logits, off, off + model.config().vocabSize()));
         } catch (RuntimeException e) {
             System.getLogger(getClass().getName()).log(System.Logger.Level.WARNING, "prompt cache insert failed", e);
         }

@@ -1,6 +1,7 @@
 package io.tqserve.engine;
 
 import io.tqserve.kv.store.KvSnapshot;
+import io.tqserve.kv.store.PromptCache;
 import java.util.function.Consumer;
 
 /**
@@ -11,10 +12,15 @@ import java.util.function.Consumer;
  * @param resumeFrom   a KV snapshot whose tokens start the prompt: restored instead of prefilled (or null)
  * @param capture      when set, the lane prefills the prompt, hands a snapshot of the cache (with the next-token
  *                     logits) to this consumer on its own thread, and finishes without generating (or null)
+ * @param cacheNamespace the prompt-cache namespace the request reads and fills ({@code PromptCache.SHARED} = "",
+ *                     or 32 hex characters): prefixes cached by other namespaces are never reused
  */
 public record GenerationRequest(int[] promptTokens, SamplingParams params, KvSnapshot resumeFrom,
-        Consumer<KvSnapshot> capture) {
+        Consumer<KvSnapshot> capture, String cacheNamespace) {
     public GenerationRequest {
+        if (!PromptCache.validNamespace(cacheNamespace)) {
+            throw new IllegalArgumentException("invalid prompt-cache namespace");
+        }
         if (promptTokens == null || promptTokens.length == 0) {
             throw new IllegalArgumentException("the prompt is empty");
         }
@@ -27,8 +33,19 @@ public record GenerationRequest(int[] promptTokens, SamplingParams params, KvSna
         }
     }
 
+    /** In the shared prompt-cache namespace. */
+    public GenerationRequest(int[] promptTokens, SamplingParams params, KvSnapshot resumeFrom,
+            Consumer<KvSnapshot> capture) {
+        this(promptTokens, params, resumeFrom, capture, PromptCache.SHARED);
+    }
+
     public GenerationRequest(int[] promptTokens, SamplingParams params) {
         this(promptTokens, params, null, null);
+    }
+
+    /** This request in another prompt-cache namespace. */
+    public GenerationRequest withCacheNamespace(String namespace) {
+        return new GenerationRequest(promptTokens, params, resumeFrom, capture, namespace);
     }
 
     /** Tokens this request may hold in its KV cache at worst: prompt + max_tokens. */

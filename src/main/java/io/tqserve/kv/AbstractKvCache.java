@@ -1,38 +1,30 @@
 package io.tqserve.kv;
 
+import io.tqserve.backend.AbstractSequenceKv;
 import io.tqserve.backend.ComputeBackend;
 import io.tqserve.backend.Kernels;
-import io.tqserve.backend.KvLedger;
 import java.lang.foreign.MemorySegment;
 
 /**
  * What every cache scheme shares: length bookkeeping, the full-precision attention of a fresh prefill, and
- * the store-then-attend order of later steps ({@link KvLedger} keeps the length and checks the arguments).
- * Subclasses store K/V in their format and attend over it.
+ * the store-then-attend order of later steps (the length and the argument checks come from
+ * {@link AbstractSequenceKv}). Subclasses store K/V in their format and attend over it.
  */
-public abstract class AbstractKvCache implements KvCache {
+public abstract class AbstractKvCache extends AbstractSequenceKv implements KvCache {
     protected final AttentionShape shape;
     protected final KvLayout layout;
     protected final ComputeBackend backend;
     protected final Kernels kernels;
-    protected final int maxTokens;
     protected final float scale;
     private final ThreadLocal<float[]> scores = new ThreadLocal<>();
-    private final KvLedger ledger;
 
     protected AbstractKvCache(KvScheme scheme, AttentionShape shape, ComputeBackend backend, int maxTokens) {
+        super(maxTokens, (long) shape.numKvHeads() * shape.layout(scheme).bytesPerTokenPerHead());
         this.shape = shape;
         this.layout = shape.layout(scheme);
         this.backend = backend;
         this.kernels = backend.kernels();
-        this.maxTokens = maxTokens;
         this.scale = (float) (1.0 / Math.sqrt(shape.headDim()));
-        this.ledger = new KvLedger(maxTokens, (long) shape.numKvHeads() * layout.bytesPerTokenPerHead());
-    }
-
-    @Override
-    public KvScheme scheme() {
-        return layout.scheme();
     }
 
     @Override
@@ -46,18 +38,8 @@ public abstract class AbstractKvCache implements KvCache {
     }
 
     @Override
-    public int length() {
-        return ledger.length();
-    }
-
-    @Override
-    public int maxTokens() {
-        return maxTokens;
-    }
-
-    @Override
     public final void attend(int layer, int rowOffset, int rows, float[] q, float[] k, float[] v, float[] out) {
-        ledger.beginPass(rows);
+        beginPass(rows);
         ensureCapacity(length() + rows);
         if (length() == 0 && attendsFreshPrefillInFullPrecision()) {
             attendFloat(rowOffset, rows, q, k, v, out);
@@ -70,14 +52,14 @@ public abstract class AbstractKvCache implements KvCache {
 
     @Override
     public final void importLayer(int layer, int count, MemorySegment src) {
-        MemorySegment exact = ledger.beginImport(count, src);
+        MemorySegment exact = beginImport(count, src);
         ensureCapacity(length() + count);
         importEntries(layer, count, exact);
     }
 
     @Override
     public final void exportLayer(int layer, int from, int count, MemorySegment dst) {
-        exportEntries(layer, from, count, ledger.checkExport(from, count, dst));
+        exportEntries(layer, from, count, checkExport(from, count, dst));
     }
 
     /** Writes entries of tokens length()..length()+count-1 of layer from src (canonical format). */
@@ -90,31 +72,6 @@ public abstract class AbstractKvCache implements KvCache {
     protected boolean attendsFreshPrefillInFullPrecision() {
         return true;
     }
-
-    @Override
-    public void advance(int rows) {
-        ledger.advance(rows);
-    }
-
-    @Override
-    public void truncate(int tokens) {
-        ledger.truncate(tokens);
-    }
-
-    @Override
-    public final void close() {
-        if (ledger.close()) {
-            free();
-        }
-    }
-
-    /** True once {@link #close} has run. */
-    protected final boolean closed() {
-        return ledger.closed();
-    }
-
-    /** Frees the cache's memory; called once, by the first {@link #close}. */
-    protected abstract void free();
 
     /** Grows storage so that {@code tokens} tokens fit. */
     protected abstract void ensureCapacity(int tokens);

@@ -59,7 +59,7 @@ public abstract class ChunkedKvCache extends AbstractKvCache {
     @Override
     protected void ensureCapacity(int tokens) {
         if (quantizedKvStart > 0 && prefix == null) {
-            prefix = new Bf16Prefix(shape, Math.min(quantizedKvStart, maxTokens), arena);
+            prefix = new Bf16Prefix(shape, Math.min(quantizedKvStart, maxTokens()), arena);
         }
         int have = chunks.length;
         int need = have;

@@ -9,12 +9,14 @@ import io.tqserve.backend.SequenceKv;
  */
 public interface KvCache extends SequenceKv {
 
-    KvScheme scheme();
-
     AttentionShape shape();
 
     /** The exact byte layout (bytes per token) of this cache. */
     KvLayout layout();
+
+    default KvScheme scheme() {
+        return layout().scheme();
+    }
 
     /**
      * Bytes the committed tokens occupy: {@code layout().bytesFor(length())}, except in a quantized cache that keeps

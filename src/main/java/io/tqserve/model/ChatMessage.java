@@ -1,5 +1,8 @@
 package io.tqserve.model;
 
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 
 /**
@@ -13,6 +16,19 @@ public record ChatMessage(String role, String content) {
     public ChatMessage {
         Objects.requireNonNull(role, "role");
         Objects.requireNonNull(content, "content");
+    }
+
+    /** The message as a chat template receives it: {@code {"role": ..., "content": ...}}. */
+    public Map<String, Object> asTemplateValue() {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("role", role);
+        m.put("content", content);
+        return m;
+    }
+
+    /** Messages as a chat template receives them. */
+    public static List<Map<String, Object>> asTemplateValues(List<ChatMessage> messages) {
+        return messages.stream().map(ChatMessage::asTemplateValue).toList();
     }
 
     public static ChatMessage system(String content) {

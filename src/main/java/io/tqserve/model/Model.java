@@ -1,6 +1,7 @@
 package io.tqserve.model;
 
 import io.tqserve.backend.ComputeBackend;
+import io.tqserve.template.ChatTemplate;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;

@@ -131,7 +131,8 @@ public final class Tokenizer implements AutoCloseable {
      * osx-aarch64 and win-x86_64) into {@code ~/.djl.ai/tokenizers/} — unless it detects a CUDA GPU, in which case
      * it tries to download a CUDA build from the internet; and every tokenizer construction "calls home" (an EC2
      * metadata probe and, on EC2, a telemetry request). Offline mode makes it always use the bundled CPU library and
-     * never touch the network. An explicit DJL_OFFLINE / OPT_OUT_TRACKING setting by the user still wins.
+     * never touch the network. An explicit DJL_OFFLINE / OPT_OUT_TRACKING setting by the user still wins. (The GPU
+     * detection itself needs JNA, which the build leaves out, so it finds no GPU without probing for one.)
      */
     static void ensureNativeLibraryLoadsOffline() {
         if (System.getenv("DJL_OFFLINE") == null && System.getProperty("ai.djl.offline") == null) {

@@ -11,7 +11,7 @@ import org.springframework.boot.test.context.SpringBootTest;
 
 /**
  * One application context shared by the security and hardening tests (Spring caches it across the subclasses):
- * two API keys, CORS for one origin, a request timeout of 7 min, at most 8 messages and 4096 prompt characters, a
+ * two API keys, CORS for one origin, allowed hosts localhost, 127.0.0.1 and ::1, a request timeout of 7 min, at most 8 messages and 4096 prompt characters, a
  * 64 KB body limit, the request log at DEBUG; both lanes on bf16.
  */
 @SpringBootTest(classes = {TqserveApplication.class, LaneProbe.class},
@@ -20,6 +20,7 @@ import org.springframework.boot.test.context.SpringBootTest;
             "tqserve.kv.scheme=bf16",
             "tqserve.api.keys=" + HardenedServingContext.KEY + "," + HardenedServingContext.OTHER_KEY,
             "tqserve.api.cors.allowed-origins=" + HardenedServingContext.ORIGIN,
+            "tqserve.api.allowed-hosts=localhost,127.0.0.1,[::1]",
             "tqserve.api.request-timeout=7m",
             "tqserve.api.max-messages=8",
             "tqserve.api.max-prompt-chars=4096",

@@ -14,7 +14,10 @@ import java.util.SplittableRandom;
  * with one field set to a value outside its contract, a valid body broken at the byte level so that it cannot
  * be JSON (cut short, a control byte or a byte that is never UTF-8 inserted, a structural character replaced),
  * random bytes, bodies that are not objects, nesting deeper than the parser allows, maps and arrays past their
- * limits, oversized bodies, wrong or missing keys, unknown paths and wrong methods. Deterministic for a seed.
+ * limits, oversized bodies, wrong or missing keys, unknown paths and wrong methods, wrong or unparsable
+ * {@code Content-Type}s, request targets with encoded slashes and dots (the open health path among them), and
+ * HTTP/1.1 framing that RFC 9112 refuses (unknown transfer codings, conflicting framing, missing or repeated
+ * {@code Host}, folded headers, bad chunk sizes, unknown versions). Deterministic for a seed.
  */
 final class HostileRequests {
     static final String COMPLETIONS = "/v1/completions";
@@ -94,17 +97,28 @@ final class HostileRequests {
     /**
      * A request: path and raw bytes.
      *
-     * @param malformedUri the request target is not a valid URI ({@code %zz}); Spring's HTTP adapter answers such a
-     *                     request 400 with an empty body before any filter or handler runs
+     * @param malformedUri the request target is not a valid URI ({@code %zz}), or its framing is one Netty's decoder
+     *                     refuses: answered 400 with an empty body before any filter or handler runs
+     * @param status       the status the request must get (a framing refusal: 400, 501, 505), or 0 for any 4xx
      */
-    record Request(String what, String path, byte[] bytes, boolean malformedUri) {
+    record Request(String what, String path, byte[] bytes, boolean malformedUri, int status) {
         Request(String what, String path, byte[] bytes) {
-            this(what, path, bytes, false);
+            this(what, path, bytes, false, 0);
+        }
+
+        Request(String what, String path, byte[] bytes, boolean malformedUri) {
+            this(what, path, bytes, malformedUri, 0);
         }
     }
 
     Request next() {
         int kind = rnd.nextInt(100);
+        if (kind < 3) {
+            return badFraming();
+        }
+        if (kind < 5) {
+            return encodedPath();
+        }
         if (kind < 45) {
             return hostileField();
         }
@@ -173,7 +187,8 @@ final class HostileRequests {
 
     private byte[] post(String path, byte[] body, String... extraHeaders) {
         List<String> h = new ArrayList<>(List.of("Authorization", "Bearer " + key));
-        String[] types = {"application/json", "application/json; charset=utf-8", "text/plain", null};
+        String[] types = {"application/json", "application/json; charset=utf-8", "text/plain", null, "garbage",
+            "application/json; charset=x-bogus", "application/json; charset=\"utf-8", "application/x-www-form-urlencoded"};
         String type = types[rnd.nextInt(types.length)];
         if (type != null) {
             h.add("Content-Type");
@@ -352,6 +367,48 @@ final class HostileRequests {
         Map<String, String> body = base(path);
         body.put("user", "\"" + "u".repeat(HardenedServingContext.BODY_LIMIT + rnd.nextInt(4096)) + "\"");
         return new Request("oversized", path, post(path, json(body).getBytes(StandardCharsets.UTF_8)));
+    }
+
+    /** Request targets that path matchers decode in surprising ways; with or without the key. */
+    private Request encodedPath() {
+        String[] paths = {"/actuator/health/x%2fy", "/actuator/health/..%2fprometheus", "/actuator/health/liveness%2fx",
+            "/actuator/health/%2e%2e/prometheus", "/actuator/health/x%5cy", "/actuator/health//liveness",
+            "/actuator/health/x;y", "/v1/kv/snapshots/..%2f..%2fx", "/v1/models/%2e%2e", "/v1/%25zz"};
+        String path = paths[rnd.nextInt(paths.length)];
+        byte[] req = rnd.nextBoolean() ? Http1Client.request("GET", path, null)
+                : Http1Client.request("GET", path, null, "Authorization", "Bearer " + key);
+        return new Request("encoded path " + path, path, req);
+    }
+
+    /** HTTP/1.1 framing that RFC 9112 refuses; each closes its connection. */
+    private Request badFraming() {
+        String body = "{\"prompt\":\"The ls command\",\"max_tokens\":2}";
+        String api = "Authorization: Bearer " + key + "\r\nContent-Type: application/json\r\n";
+        String post = "POST " + COMPLETIONS + " HTTP/1.1\r\n";
+        String host = "Host: localhost\r\n";
+        String length = "Content-Length: " + body.length() + "\r\n";
+        String chunked = Integer.toHexString(body.length()) + "\r\n" + body + "\r\n0\r\n\r\n";
+        // what, raw request, expected status, answered by Netty's decoder (empty body)
+        Object[][] shapes = {
+            {"xchunked with Content-Length", post + host + api + "Transfer-Encoding: xchunked\r\n" + length + "\r\n"
+                    + body, 400, false},
+            {"gzip, chunked", post + host + api + "Transfer-Encoding: gzip, chunked\r\n\r\n" + chunked, 501, false},
+            {"chunked twice", post + host + api + "Transfer-Encoding: chunked, chunked\r\n\r\n" + chunked, 400, false},
+            {"no Host", post + api + length + "\r\n" + body, 400, false},
+            {"two Hosts", post + host + "Host: other\r\n" + api + length + "\r\n" + body, 400, false},
+            {"HTTP/9.9", "GET /v1/models HTTP/9.9\r\n" + host + "\r\n", 505, false},
+            {"folded header", post + host + api + "X-Folded: a\r\n b\r\n" + length + "\r\n" + body, 400, false},
+            {"chunk size ' e'", post + host + api + "Transfer-Encoding: chunked\r\n\r\n e\r\n" + body.substring(0, 14)
+                    + "\r\n0\r\n\r\n", 400, true},
+            {"chunk size zz", post + host + api + "Transfer-Encoding: chunked\r\n\r\nzz\r\n" + body
+                    + "\r\n0\r\n\r\n", 400, true},
+            {"chunked with Content-Length", post + host + api + "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n"
+                    + chunked, 400, true},
+            {"two Content-Lengths", post + host + api + length + "Content-Length: 3\r\n\r\n" + body, 400, true},
+        };
+        Object[] shape = shapes[rnd.nextInt(shapes.length)];
+        return new Request((String) shape[0], COMPLETIONS, ((String) shape[1]).getBytes(StandardCharsets.ISO_8859_1),
+                (Boolean) shape[3], (Integer) shape[2]);
     }
 
     private static String abbreviate(String s) {

@@ -38,8 +38,8 @@ abstract class ServingClient {
 
     @AfterEach
     void clearHooks() {
-        batchedLane().setStepHook(StepHook.NONE);
-        turboLane().setStepHook(StepHook.NONE);
+        runtime.lane(Lane.Kind.BATCHED).ifPresent(l -> ((BatchedBf16Lane) l).setStepHook(StepHook.NONE));
+        runtime.lane(Lane.Kind.TURBO).ifPresent(l -> ((SerialTurboLane) l).setStepHook(StepHook.NONE));
     }
 
     BatchedBf16Lane batchedLane() {
@@ -48,6 +48,13 @@ abstract class ServingClient {
 
     SerialTurboLane turboLane() {
         return (SerialTurboLane) runtime.lane(Lane.Kind.TURBO).orElseThrow();
+    }
+
+    /** Requests answered with a 5xx so far, as the {@code http.server.requests} metric counts them. */
+    double serverErrorsSoFar() {
+        return registry.find("http.server.requests").timers().stream()
+                .filter(t -> String.valueOf(t.getId().getTag("status")).startsWith("5"))
+                .mapToDouble(t -> t.count()).sum();
     }
 
     String baseUrl() {

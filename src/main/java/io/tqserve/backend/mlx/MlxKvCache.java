@@ -1,6 +1,6 @@
 package io.tqserve.backend.mlx;
 
-import io.tqserve.backend.KvLedger;
+import io.tqserve.backend.AbstractSequenceKv;
 import io.tqserve.backend.mlx.ffm.Mlx;
 import io.tqserve.backend.mlx.ffm.MlxArray;
 import io.tqserve.backend.mlx.ffm.MlxDtype;
@@ -14,7 +14,7 @@ import java.lang.foreign.MemorySegment;
  * written in place with {@code slice_update} (the old buffer is donated to the update, so a step copies only
  * the new rows).
  */
-final class MlxKvCache implements MlxSequenceKv {
+final class MlxKvCache extends AbstractSequenceKv implements MlxSequenceKv {
     /** Tokens added per growth. */
     static final int STEP = 256;
 
@@ -25,20 +25,19 @@ final class MlxKvCache implements MlxSequenceKv {
     private final int numKvHeads;
     private final int headDim;
     private final float scale;
-    private final KvLedger ledger;
     private final MlxStore store;
     private final MlxArray[] keys;   // per layer (1, numKvHeads, capacity, headDim) bf16
     private final MlxArray[] values; // per layer (1, numKvHeads, capacity, headDim) bf16
     private int capacity;
 
     MlxKvCache(MlxBackend backend, int layers, int numHeads, int numKvHeads, int headDim, int maxTokens) {
+        super(maxTokens, (long) numKvHeads * 2 * headDim * 2);
         this.backend = backend;
         this.mlx = backend.mlx();
         this.layers = layers;
         this.numHeads = numHeads;
         this.numKvHeads = numKvHeads;
         this.headDim = headDim;
-        this.ledger = new KvLedger(maxTokens, (long) numKvHeads * 2 * headDim * 2);
         this.scale = (float) (1.0 / Math.sqrt(headDim));
         this.store = mlx.newStore();
         this.keys = new MlxArray[layers];
@@ -55,16 +54,6 @@ final class MlxKvCache implements MlxSequenceKv {
     }
 
     @Override
-    public int length() {
-        return ledger.length();
-    }
-
-    @Override
-    public int maxTokens() {
-        return ledger.maxTokens();
-    }
-
-    @Override
     public long bytesAllocated() {
         return (long) capacity * layers * 2 * numKvHeads * headDim * 2;
     }
@@ -77,8 +66,8 @@ final class MlxKvCache implements MlxSequenceKv {
      */
     @Override
     public MlxArray attention(MlxScope s, int layer, MlxArray q, MlxArray k, MlxArray v, int rows, MlxDtype dtype) {
-        ledger.beginPass(rows);
-        int length = ledger.length();
+        beginPass(rows);
+        int length = length();
         ensureCapacity(s, length + rows);
         int[] start = {0, 0, length, 0};
         int[] stop = {1, numKvHeads, length + rows, headDim};
@@ -113,7 +102,7 @@ final class MlxKvCache implements MlxSequenceKv {
         if (tokens <= capacity) {
             return;
         }
-        int grown = Math.min(ledger.maxTokens(), (tokens + STEP - 1) / STEP * STEP);
+        int grown = Math.min(maxTokens(), (tokens + STEP - 1) / STEP * STEP);
         for (int l = 0; l < layers; l++) {
             MlxArray tailK = s.zeros(MlxDtype.BFLOAT16, 1, numKvHeads, grown - capacity, headDim);
             MlxArray tailV = s.zeros(MlxDtype.BFLOAT16, 1, numKvHeads, grown - capacity, headDim);
@@ -132,7 +121,7 @@ final class MlxKvCache implements MlxSequenceKv {
 
     @Override
     public void exportLayer(int layer, int from, int count, MemorySegment dst) {
-        MemorySegment exact = ledger.checkExport(from, count, dst);
+        MemorySegment exact = checkExport(from, count, dst);
         if (count == 0) {
             return;
         }
@@ -150,8 +139,8 @@ final class MlxKvCache implements MlxSequenceKv {
 
     @Override
     public void importLayer(int layer, int count, MemorySegment src) {
-        MemorySegment exact = ledger.beginImport(count, src);
-        int length = ledger.length();
+        MemorySegment exact = beginImport(count, src);
+        int length = length();
         if (count == 0) {
             return;
         }
@@ -173,20 +162,7 @@ final class MlxKvCache implements MlxSequenceKv {
     }
 
     @Override
-    public void advance(int rows) {
-        ledger.advance(rows);
-    }
-
-    @Override
-    public void truncate(int tokens) {
-        ledger.truncate(tokens);
-    }
-
-    @Override
-    public void close() {
-        if (!ledger.close()) {
-            return;
-        }
+    protected void free() {
         backend.lock.lock();
         try {
             store.close();

@@ -1,7 +1,7 @@
 package io.tqserve.backend.mlx;
 
 import io.tqserve.backend.DeviceTurboSpec;
-import io.tqserve.backend.KvLedger;
+import io.tqserve.backend.AbstractSequenceKv;
 import io.tqserve.backend.mlx.ffm.Mlx;
 import io.tqserve.backend.mlx.ffm.MlxArray;
 import io.tqserve.backend.mlx.ffm.MlxDtype;
@@ -19,7 +19,7 @@ import java.lang.foreign.MemorySegment;
  * per layer for K and V; in the export format they are written as entries encoded from those bf16 values, and an
  * import stores such entries decoded and rounded to bf16, as the Java cache does. Attention: {@link MlxTurboAttention}.
  */
-final class MlxTurboKvCache implements MlxSequenceKv {
+final class MlxTurboKvCache extends AbstractSequenceKv implements MlxSequenceKv {
     /** Quantized tokens added per growth. */
     static final int STEP = 256;
 
@@ -28,7 +28,6 @@ final class MlxTurboKvCache implements MlxSequenceKv {
     private final DeviceTurboSpec spec;
     private final MlxTurboCodec codec;
     private final MlxTurboAttention attention;
-    private final KvLedger ledger;
     private final MlxStore store;
     private final int prefixTokens;   // min(quantizedKvStart, maxTokens)
     private final int quantizedMax;   // most quantized tokens
@@ -41,13 +40,13 @@ final class MlxTurboKvCache implements MlxSequenceKv {
     private int capacity;
 
     MlxTurboKvCache(MlxBackend backend, DeviceTurboSpec spec) {
+        super(spec.maxTokens(), (long) spec.numKvHeads() * spec.entryBytes());
         this.backend = backend;
         this.mlx = backend.mlx();
         this.spec = spec;
         this.codec = new MlxTurboCodec(spec.headDim(), spec.kBits(), spec.kSigned(), spec.vBits(), spec.signs(),
                 spec.centroids(), spec.boundaries());
         this.attention = new MlxTurboAttention(spec);
-        this.ledger = new KvLedger(spec.maxTokens(), (long) spec.numKvHeads() * spec.entryBytes());
         this.store = mlx.newStore();
         this.prefixTokens = Math.min(spec.quantizedKvStart(), spec.maxTokens());
         this.quantizedMax = spec.maxTokens() - prefixTokens;
@@ -70,16 +69,6 @@ final class MlxTurboKvCache implements MlxSequenceKv {
     @Override
     public MlxBackend backend() {
         return backend;
-    }
-
-    @Override
-    public int length() {
-        return ledger.length();
-    }
-
-    @Override
-    public int maxTokens() {
-        return ledger.maxTokens();
     }
 
     /** Device bytes held: the quantized capacity at the entry's size plus the bf16 prefix. */
@@ -141,8 +130,8 @@ final class MlxTurboKvCache implements MlxSequenceKv {
 
     @Override
     public MlxArray attention(MlxScope s, int layer, MlxArray q, MlxArray k, MlxArray v, int rows, MlxDtype dtype) {
-        ledger.beginPass(rows);
-        int length = ledger.length();
+        beginPass(rows);
+        int length = length();
         store(s, layer, k, v, length, rows);
         if (length == 0) { // a fresh prefill attends over its own K/V in full precision, as the Java caches do
             return s.attention(s.astype(q, dtype), s.astype(k, dtype), s.astype(v, dtype),
@@ -261,7 +250,7 @@ final class MlxTurboKvCache implements MlxSequenceKv {
 
     @Override
     public void exportLayer(int layer, int from, int count, MemorySegment dst) {
-        MemorySegment exact = ledger.checkExport(from, count, dst);
+        MemorySegment exact = checkExport(from, count, dst);
         if (count == 0) {
             return;
         }
@@ -301,8 +290,8 @@ final class MlxTurboKvCache implements MlxSequenceKv {
 
     @Override
     public void importLayer(int layer, int count, MemorySegment src) {
-        MemorySegment exact = ledger.beginImport(count, src);
-        int length = ledger.length();
+        MemorySegment exact = beginImport(count, src);
+        int length = length();
         if (count == 0) {
             return;
         }
@@ -348,20 +337,7 @@ final class MlxTurboKvCache implements MlxSequenceKv {
     }
 
     @Override
-    public void advance(int rows) {
-        ledger.advance(rows);
-    }
-
-    @Override
-    public void truncate(int tokens) {
-        ledger.truncate(tokens);
-    }
-
-    @Override
-    public void close() {
-        if (!ledger.close()) {
-            return;
-        }
+    protected void free() {
         backend.lock.lock();
         try {
             store.close();

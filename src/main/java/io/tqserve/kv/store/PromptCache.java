@@ -6,6 +6,7 @@ import io.tqserve.kv.KvScheme;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -14,25 +15,34 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.regex.Pattern;
 
 /**
  * A lane's prompt (prefix) cache: a byte-capped LRU of KV prefixes keyed by their token ids, in the lane's own
  * KV format (quantized prefixes are reused as they are). A new request restores the longest cached prefix and
  * prefills only the rest. With a directory set, entries evicted from memory spill to disk under
  * {@code <dir>/<model-fingerprint>/} (byte-capped too) and are found again after a restart. Thread-safe.
+ *
+ * <p>Entries live in namespaces: a request only reuses prefixes cached by requests of its own namespace, so the
+ * cached token count it is told never reveals what another tenant's prompts began with. The empty namespace is
+ * the shared one; any other is a 32-character lower-case hex string (the API derives it from a hash of the API
+ * key and the request's {@code cache_salt}), whose spilled entries live in a sub-folder of that name.
  */
 public final class PromptCache implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(PromptCache.class.getName());
+    /** The namespace of requests that are not told apart (a server without API keys, no cache_salt). */
+    public static final String SHARED = "";
+    private static final Pattern NAMESPACE = Pattern.compile("[0-9a-f]{32}");
 
     /** One cached prefix: its snapshot and the arena owning the snapshot's memory. */
-    private record Entry(KvSnapshot snapshot, Arena arena) {
+    private record Entry(String namespace, KvSnapshot snapshot, Arena arena) {
         long bytes() {
             return snapshot.payloadBytes() + 4L * snapshot.tokens().length + 4L * snapshot.logits().length;
         }
     }
 
     /** A prefix on disk: its tokens (for matching), file and size. */
-    private record DiskEntry(int[] tokens, Path file, long bytes) {
+    private record DiskEntry(String namespace, int[] tokens, Path file, long bytes) {
     }
 
     /** What a restore reused. */
@@ -106,7 +116,13 @@ public final class PromptCache implements AutoCloseable {
      * {@code prompt.length - 1} tokens are restored unless the cached entry is exactly the prompt (then its stored
      * next-token logits come back too), so the caller always has logits to sample from.
      */
-    public synchronized Reuse restoreLongestPrefix(int[] prompt, KvCache cache) {
+    public Reuse restoreLongestPrefix(int[] prompt, KvCache cache) {
+        return restoreLongestPrefix(SHARED, prompt, cache);
+    }
+
+    /** {@link #restoreLongestPrefix(int[], KvCache)} among the entries of one namespace. */
+    public synchronized Reuse restoreLongestPrefix(String namespace, int[] prompt, KvCache cache) {
+        checkNamespace(namespace);
         if (!enabled()) {
             return Reuse.NONE;
         }
@@ -114,6 +130,9 @@ public final class PromptCache implements AutoCloseable {
         String bestKey = null;
         int best = 0;
         for (Map.Entry<String, Entry> e : memory.entrySet()) {
+            if (!e.getValue().namespace().equals(namespace)) {
+                continue;
+            }
             int common = commonPrefix(e.getValue().snapshot().tokens(), prompt);
             if (common > best) {
                 best = common;
@@ -122,6 +141,9 @@ public final class PromptCache implements AutoCloseable {
         }
         String bestDisk = null;
         for (Map.Entry<String, DiskEntry> e : disk.entrySet()) {
+            if (!e.getValue().namespace().equals(namespace)) {
+                continue;
+            }
             int common = commonPrefix(e.getValue().tokens(), prompt);
             if (common > best) {
                 best = common;
@@ -153,18 +175,24 @@ public final class PromptCache implements AutoCloseable {
     }
 
     /** Caches the first {@code prompt.length} tokens of {@code cache} with the logits that follow them. */
-    public synchronized void insert(int[] prompt, KvCache cache, float[] logits) {
+    public void insert(int[] prompt, KvCache cache, float[] logits) {
+        insert(SHARED, prompt, cache, logits);
+    }
+
+    /** {@link #insert(int[], KvCache, float[])} into one namespace. */
+    public synchronized void insert(String namespace, int[] prompt, KvCache cache, float[] logits) {
+        checkNamespace(namespace);
         if (!enabled() || prompt.length < minTokens || !cache.scheme().equals(scheme)) {
             return;
         }
-        String key = key(prompt);
+        String key = key(namespace, prompt);
         if (memory.containsKey(key)) {
             memory.get(key); // touch
             return;
         }
         Arena arena = Arena.ofShared();
         KvSnapshot snap = KvSnapshot.capture(cache, prompt, logits, fingerprint, tokenizerHash, arena);
-        Entry entry = new Entry(snap, arena);
+        Entry entry = new Entry(namespace, snap, arena);
         if (entry.bytes() > maxBytes) {
             arena.close();
             return;
@@ -189,11 +217,11 @@ public final class PromptCache implements AutoCloseable {
         if (diskDir == null || disk.containsKey(key)) {
             return;
         }
-        Path file = diskDir.resolve(key + ".tqkv");
+        Path file = (e.namespace().isEmpty() ? diskDir : diskDir.resolve(e.namespace())).resolve(key + ".tqkv");
         try {
             e.snapshot().write(file);
             long size = Files.size(file);
-            disk.put(key, new DiskEntry(e.snapshot().tokens(), file, size));
+            disk.put(key, new DiskEntry(e.namespace(), e.snapshot().tokens(), file, size));
             diskBytes += size;
             Iterator<Map.Entry<String, DiskEntry>> it = disk.entrySet().iterator();
             while (diskBytes > diskMaxBytes && it.hasNext()) {
@@ -213,7 +241,7 @@ public final class PromptCache implements AutoCloseable {
         Arena arena = Arena.ofShared();
         try {
             KvSnapshot snap = KvSnapshot.read(d.file(), scheme, fingerprint, tokenizerHash, arena);
-            Entry entry = new Entry(snap, arena);
+            Entry entry = new Entry(d.namespace(), snap, arena);
             memory.put(key, entry);
             memoryBytes += entry.bytes();
             evictExcept(key);
@@ -247,7 +275,15 @@ public final class PromptCache implements AutoCloseable {
             Files.createDirectories(diskDir);
             List<Path> files = new ArrayList<>();
             try (var s = Files.list(diskDir)) {
-                s.filter(p -> p.getFileName().toString().endsWith(".tqkv")).forEach(files::add);
+                for (Path p : s.toList()) {
+                    if (Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS) && validNamespace(p.getFileName().toString())) {
+                        try (var inner = Files.list(p)) {
+                            inner.filter(PromptCache::isEntryFile).forEach(files::add);
+                        }
+                    } else if (isEntryFile(p)) {
+                        files.add(p);
+                    }
+                }
             }
             files.sort((a, b) -> {
                 try {
@@ -261,7 +297,8 @@ public final class PromptCache implements AutoCloseable {
                     KvSnapshot snap = KvSnapshot.read(f, scheme, fingerprint, tokenizerHash, arena);
                     long size = Files.size(f);
                     String name = f.getFileName().toString();
-                    disk.put(name.substring(0, name.length() - 5), new DiskEntry(snap.tokens(), f, size));
+                    String namespace = f.getParent().equals(diskDir) ? SHARED : f.getParent().getFileName().toString();
+                    disk.put(name.substring(0, name.length() - 5), new DiskEntry(namespace, snap.tokens(), f, size));
                     diskBytes += size;
                 } catch (SnapshotException e) {
                     LOG.log(System.Logger.Level.WARNING, "prompt cache: ignoring " + f + ": " + e.getMessage());
@@ -283,10 +320,26 @@ public final class PromptCache implements AutoCloseable {
         return mismatch < 0 ? n : mismatch;
     }
 
-    /** A file-name-safe key: hex SHA-256 of the token ids. */
-    static String key(int[] tokens) {
+    private static boolean isEntryFile(Path p) {
+        return p.getFileName().toString().endsWith(".tqkv") && Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS);
+    }
+
+    /** True for the shared namespace ("") and for 32 lower-case hex characters. */
+    public static boolean validNamespace(String namespace) {
+        return namespace != null && (namespace.isEmpty() || NAMESPACE.matcher(namespace).matches());
+    }
+
+    private static void checkNamespace(String namespace) {
+        if (!validNamespace(namespace)) {
+            throw new IllegalArgumentException("a prompt-cache namespace is empty or 32 lower-case hex characters");
+        }
+    }
+
+    /** A file-name-safe key: hex SHA-256 of the namespace (when not shared) and the token ids. */
+    static String key(String namespace, int[] tokens) {
         try {
             var md = java.security.MessageDigest.getInstance("SHA-256");
+            md.update(namespace.getBytes(java.nio.charset.StandardCharsets.US_ASCII));
             var buf = java.nio.ByteBuffer.allocate(tokens.length * 4);
             for (int t : tokens) {
                 buf.putInt(t);

@@ -74,49 +74,4 @@ public final class DeviceTurboKvCache implements DeviceKvCache {
         int kept = Math.min(length(), quantizedKvStart);
         return shape.layout(KvScheme.BF16).bytesFor(kept) + layout.bytesFor(length() - kept);
     }
-
-    @Override
-    public int length() {
-        return device.length();
-    }
-
-    @Override
-    public int maxTokens() {
-        return device.maxTokens();
-    }
-
-    @Override
-    public long bytesAllocated() {
-        return device.bytesAllocated();
-    }
-
-    @Override
-    public void attend(int layer, int rowOffset, int rows, float[] q, float[] k, float[] v, float[] out) {
-        device.attend(layer, rowOffset, rows, q, k, v, out);
-    }
-
-    @Override
-    public void advance(int rows) {
-        device.advance(rows);
-    }
-
-    @Override
-    public void exportLayer(int layer, int from, int count, MemorySegment dst) {
-        device.exportLayer(layer, from, count, dst);
-    }
-
-    @Override
-    public void importLayer(int layer, int count, MemorySegment src) {
-        device.importLayer(layer, count, src);
-    }
-
-    @Override
-    public void truncate(int tokens) {
-        device.truncate(tokens);
-    }
-
-    @Override
-    public void close() {
-        device.close();
-    }
 }

@@ -140,7 +140,7 @@ class KvSnapshotTest extends TinyTransformerFixture {
         Files.createDirectories(spill);
         byte[] bytes = Files.readAllBytes(good);
         // what a crash in the middle of KvSnapshot.write leaves behind: a partial temp file, never the target name
-        Path partial = spill.resolve(PromptCache.key(PROMPT) + ".tqkv.tmp-4242-1");
+        Path partial = spill.resolve(PromptCache.key(PromptCache.SHARED, PROMPT) + ".tqkv.tmp-4242-1");
         Files.write(partial, Arrays.copyOf(bytes, bytes.length / 2));
         PromptCache restarted = new PromptCache(KvScheme.BF16, t.attentionShape(), 1 << 30, 1, FP, TOK,
                 dir.resolve("store"), 1 << 30);

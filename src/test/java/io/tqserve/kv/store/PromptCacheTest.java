@@ -2,6 +2,7 @@ package io.tqserve.kv.store;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.tqserve.kv.KvCache;
@@ -103,6 +104,29 @@ class PromptCacheTest extends TinyTransformerFixture {
         }
         try (PromptCache restarted = newCache(1 << 30, dir); KvCache c = cache()) {
             assertEquals(SYSTEM.length, restarted.restoreLongestPrefix(concat(SYSTEM, 1), c).tokens());
+        }
+    }
+
+    @Test
+    void namespacesNeverShareEntriesInMemoryOrOnDiskAfterARestart() {
+        String a = "0123456789abcdef0123456789abcdef";
+        String b = "fedcba9876543210fedcba9876543210";
+        long oneEntry = t.attentionShape().layout(KvScheme.BF16).bytesFor(SYSTEM.length) + 4L * SYSTEM.length
+                + 4L * t.config().vocabSize();
+        try (PromptCache pc = newCache(oneEntry, dir); KvCache first = cache(); KvCache probe = cache()) {
+            pc.insert(a, SYSTEM, first, prefill(first, SYSTEM, 0));
+            assertEquals(0, pc.restoreLongestPrefix(b, SYSTEM, probe).tokens());
+            assertEquals(0, pc.restoreLongestPrefix(PromptCache.SHARED, SYSTEM, probe).tokens());
+            assertEquals(SYSTEM.length, pc.restoreLongestPrefix(a, SYSTEM, probe).tokens());
+        }
+        // closed: the entry spilled into a's folder; a restart finds it for a only
+        assertTrue(java.nio.file.Files.isDirectory(dir.resolve(FP).resolve("bf16").resolve(a)));
+        try (PromptCache restarted = newCache(1 << 30, dir); KvCache c = cache(); KvCache d = cache()) {
+            assertEquals(0, restarted.restoreLongestPrefix(b, concat(SYSTEM, 1), c).tokens());
+            assertEquals(SYSTEM.length, restarted.restoreLongestPrefix(a, concat(SYSTEM, 1), d).tokens());
+        }
+        try (PromptCache pc = newCache(1 << 30, null); KvCache c = cache()) {
+            assertThrows(IllegalArgumentException.class, () -> pc.restoreLongestPrefix("../x", SYSTEM, c));
         }
     }
 }

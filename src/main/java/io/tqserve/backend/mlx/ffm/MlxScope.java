@@ -186,16 +186,7 @@ public final class MlxScope extends MlxOps implements AutoCloseable {
         if (a.dtype() != MlxDtype.INT32 && a.dtype() != MlxDtype.UINT32) {
             throw new IllegalArgumentException("readInts needs an int32 array, got " + a.dtype());
         }
-        try {
-            MlxErrors.check((int) mlx.n.arrayEval.invokeExact(a.struct()), "mlx_array_eval");
-            MemorySegment p = (MemorySegment) mlx.n.dataInt32.invokeExact(a.struct());
-            int[] out = MlxErrors.checkPointer(p, "mlx_array_data_int32").reinterpret(a.size() * 4)
-                    .toArray(ValueLayout.JAVA_INT);
-            mlx.copiedToJava(4L * out.length);
-            return out;
-        } catch (Throwable t) {
-            throw MlxErrors.rethrow(t);
-        }
+        return evaluatedData(a, mlx.n.dataInt32, "mlx_array_data_int32").toArray(ValueLayout.JAVA_INT);
     }
 
     /** As {@link #readInts}, for a row-contiguous float32 array. */
@@ -203,13 +194,16 @@ public final class MlxScope extends MlxOps implements AutoCloseable {
         if (a.dtype() != MlxDtype.FLOAT32) {
             throw new IllegalArgumentException("readFloats needs a float32 array, got " + a.dtype());
         }
+        return evaluatedData(a, mlx.n.dataFloat32, "mlx_array_data_float32").toArray(ValueLayout.JAVA_FLOAT);
+    }
+
+    /** The data of a queued or evaluated 4-byte array (waiting for it), counted as copied to Java. */
+    private MemorySegment evaluatedData(MlxArray a, java.lang.invoke.MethodHandle accessor, String name) {
         try {
             MlxErrors.check((int) mlx.n.arrayEval.invokeExact(a.struct()), "mlx_array_eval");
-            MemorySegment p = (MemorySegment) mlx.n.dataFloat32.invokeExact(a.struct());
-            float[] out = MlxErrors.checkPointer(p, "mlx_array_data_float32").reinterpret(a.size() * 4)
-                    .toArray(ValueLayout.JAVA_FLOAT);
-            mlx.copiedToJava(4L * out.length);
-            return out;
+            MemorySegment p = (MemorySegment) accessor.invokeExact(a.struct());
+            mlx.copiedToJava(a.size() * 4);
+            return MlxErrors.checkPointer(p, name).reinterpret(a.size() * 4);
         } catch (Throwable t) {
             throw MlxErrors.rethrow(t);
         }
