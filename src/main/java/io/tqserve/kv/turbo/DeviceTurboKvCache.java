@@ -7,7 +7,6 @@ import io.tqserve.kv.AttentionShape;
 import io.tqserve.kv.DeviceKvCache;
 import io.tqserve.kv.KvLayout;
 import io.tqserve.kv.KvScheme;
-import java.lang.foreign.MemorySegment;
 import java.util.Optional;
 
 /**
