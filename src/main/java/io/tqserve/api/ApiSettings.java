@@ -2,6 +2,7 @@ package io.tqserve.api;
 
 import java.time.Duration;
 import java.util.List;
+import org.springframework.http.HttpStatus;
 
 /**
  * The API's settings (from {@code tqserve.api.*}).
@@ -18,10 +19,12 @@ import java.util.List;
  * @param maxPromptChars      most prompt characters per request (all messages together)
  * @param openActuator        actuator endpoint ids that stay open when keys are set
  * @param corsAllowedOrigins  origins allowed to call the API from a browser; empty = CORS off
+ * @param queueFullStatus     status of a request refused because its lane's queue is full (429 or 503)
  */
 public record ApiSettings(List<String> keys, boolean strictModelId, int defaultMaxTokens, Duration keepAliveInterval,
         Duration retryAfter, Duration requestTimeout, Duration shutdownGracePeriod, boolean logPrompts,
-        int maxMessages, int maxPromptChars, List<String> openActuator, List<String> corsAllowedOrigins) {
+        int maxMessages, int maxPromptChars, List<String> openActuator, List<String> corsAllowedOrigins,
+        int queueFullStatus) {
     /** TqserveProperties.Api defaults for the settings the short constructor does not take (tests). */
     public static final Duration DEFAULT_REQUEST_TIMEOUT = Duration.ofMinutes(10);
 
@@ -29,6 +32,23 @@ public record ApiSettings(List<String> keys, boolean strictModelId, int defaultM
         keys = List.copyOf(keys);
         openActuator = List.copyOf(openActuator);
         corsAllowedOrigins = List.copyOf(corsAllowedOrigins);
+    }
+
+    /** All settings but the queue-full status, which is 429. */
+    public ApiSettings(List<String> keys, boolean strictModelId, int defaultMaxTokens, Duration keepAliveInterval,
+            Duration retryAfter, Duration requestTimeout, Duration shutdownGracePeriod, boolean logPrompts,
+            int maxMessages, int maxPromptChars, List<String> openActuator, List<String> corsAllowedOrigins) {
+        this(keys, strictModelId, defaultMaxTokens, keepAliveInterval, retryAfter, requestTimeout, shutdownGracePeriod,
+                logPrompts, maxMessages, maxPromptChars, openActuator, corsAllowedOrigins, 429);
+    }
+
+    /** The status, Retry-After and body of a request refused because its lane's queue is full. */
+    public ApiException queueFull(String message) {
+        return queueFullStatus == 503
+                ? new ApiException(HttpStatus.SERVICE_UNAVAILABLE, "service_unavailable", null, "queue_full",
+                        message + "; retry later", retryAfter)
+                : new ApiException(HttpStatus.TOO_MANY_REQUESTS, "rate_limit_error", null, "queue_full",
+                        message + "; retry later", retryAfter);
     }
 
     /** The settings of the original five keys, the rest at their defaults. */

@@ -141,8 +141,7 @@ public final class GenerationHandler {
             events = decision.lane().submit(gen);
         } catch (LaneRejectedException e) {
             throw switch (e.reason()) {
-                case QUEUE_FULL -> new ApiException(HttpStatus.TOO_MANY_REQUESTS, "rate_limit_error", null,
-                        "queue_full", e.getMessage() + "; retry later", settings.retryAfter());
+                case QUEUE_FULL -> settings.queueFull(e.getMessage());
                 case TOO_LARGE -> ApiException.invalid(r.promptParam(), "kv_budget_exceeded", e.getMessage());
                 case CLOSED -> new ApiException(HttpStatus.SERVICE_UNAVAILABLE, "service_unavailable", null,
                         "shutting_down", e.getMessage(), settings.retryAfter());

@@ -145,8 +145,7 @@ public final class SnapshotHandler {
                     })
                     .flatMap(SnapshotHandler::json);
         } catch (LaneRejectedException e) {
-            throw new ApiException(HttpStatus.TOO_MANY_REQUESTS, "rate_limit_error", null, "queue_full",
-                    e.getMessage() + "; retry later", settings.retryAfter());
+            throw settings.queueFull(e.getMessage());
         }
     }
 

@@ -5,8 +5,8 @@ final class BenchCommand {
     static final String USAGE = """
             usage: tqserve bench decode [--model DIR | --synthetic] [--prompt-tokens N] [--decode-tokens N] [--threads N]
                                         [--kv turbo:k8v3] [--contexts 256,1024,...] [--repeat N] [--max-context N]
-                                        [--no-sweep] [--backend cpu|mlx|auto] [--mlx-library FILE]
-                                        [--mlx-dtype native|float32]
+                                        [--no-sweep] [--weights bf16,8,4] [--backend cpu|mlx|auto]
+                                        [--mlx-library FILE] [--mlx-dtype native|float32]
                    tqserve bench serve [--model DIR | --synthetic] [--tokens N] [--rounds R] [--threads N]
                                        [--backend auto|cpu|mlx] [--mlx-library FILE] [--mlx-dtype native|float32]
                    tqserve bench prefix [--model DIR] [--prefix-tokens N] [--kv SCHEME] [--threads N]

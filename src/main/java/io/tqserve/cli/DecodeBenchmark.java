@@ -24,7 +24,7 @@ import java.util.Set;
 
 /**
  * {@code ./tqserve bench decode [--model DIR] [--synthetic] [--prompt-tokens N] [--decode-tokens N] [--threads N]
- * [--kv turbo:k8v3] [--contexts 256,1024,...] [--repeat N] [--max-context N] [--no-sweep]}:
+ * [--kv turbo:k8v3] [--contexts 256,1024,...] [--repeat N] [--max-context N] [--no-sweep] [--weights bf16,8,4]}:
  * prefill and decode tok/s, a memory copy bandwidth measured in the same run, and the fraction of the decode
  * roofline reached (weight bytes per token × tok/s ÷ copy bandwidth); then a context-length sweep
  * ({@link ContextSweep}): decode tok/s and attention time per step for bf16 and the three attention paths of the
@@ -32,6 +32,8 @@ import java.util.Set;
  * 8 KV heads, head_dim 128, intermediate 5632, 12 layers, 8192 positions) written to a temp folder and deleted
  * afterwards. {@code --max-context N} overrides the model's max positions (RoPE tables), e.g. to sweep the tiny
  * 2048-position model to 4k+ (its outputs beyond its trained context are meaningless; its speed is not).
+ * {@code --weights bf16,8,4} repeats the benchmark on copies quantized to each width (MLX affine, group 64) and
+ * prints their decode tok/s as ratios to the first.
  */
 final class DecodeBenchmark {
     private DecodeBenchmark() {
@@ -39,8 +41,9 @@ final class DecodeBenchmark {
 
     static int run(String[] args) throws Exception {
         CliArgs a = new CliArgs(args, 2, Set.of("--model", "--prompt-tokens", "--decode-tokens", "--threads", "--kv",
-                "--contexts", "--repeat", "--max-context", "--backend", "--mlx-library", "--mlx-dtype"),
+                "--contexts", "--repeat", "--max-context", "--weights", "--backend", "--mlx-library", "--mlx-dtype"),
                 Set.of("--synthetic", "--no-sweep"));
+        List<Integer> weights = parseWeights(a.get("--weights", "bf16"));
         KvScheme kv = KvScheme.parse(a.get("--kv", "turbo:k8v3"));
         if (!(kv instanceof KvScheme.Turbo turbo)) {
             throw new IllegalArgumentException("--kv must be a turbo scheme (the sweep compares its attention paths)");
@@ -61,18 +64,13 @@ final class DecodeBenchmark {
                 try {
                     System.out.println("writing the synthetic ~0.5B model to " + dir + " ...");
                     SafetensorsWriter.writeLlama(dir, 2048, 5632, 12, 16, 8, 128, 32000, 8192, null, 42);
-                    bench("synthetic-0.5b", dir, backend, promptTokens, decodeTokens, copyGbs, sweep);
+                    benchWeights("synthetic-0.5b", dir, weights, backend, promptTokens, decodeTokens, copyGbs, sweep);
                 } finally {
-                    try (var files = Files.list(dir)) {
-                        for (Path f : files.toList()) {
-                            Files.deleteIfExists(f);
-                        }
-                    }
-                    Files.deleteIfExists(dir);
+                    deleteTree(dir);
                 }
             } else {
-                bench("model", Path.of(a.get("--model", TqserveMain.DEFAULT_MODEL)), backend, promptTokens, decodeTokens,
-                        copyGbs, sweep);
+                benchWeights("model", Path.of(a.get("--model", TqserveMain.DEFAULT_MODEL)), weights, backend,
+                        promptTokens, decodeTokens, copyGbs, sweep);
             }
         }
         return 0;
@@ -101,6 +99,65 @@ final class DecodeBenchmark {
         }
     }
 
+    /** "bf16,8,4" to code widths, 0 standing for the dense weights as stored. */
+    static List<Integer> parseWeights(String s) {
+        List<Integer> out = new java.util.ArrayList<>();
+        for (String p : s.split(",")) {
+            String t = p.trim().toLowerCase(java.util.Locale.ROOT);
+            try {
+                out.add(t.equals("bf16") || t.equals("dense") ? 0 : Integer.parseInt(t.startsWith("q") ? t.substring(1) : t));
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("--weights takes a list of bf16 and code widths (e.g. bf16,8,4), got " + s);
+            }
+        }
+        return out;
+    }
+
+    /**
+     * Each weight format in turn: the dense model as stored, then copies quantized to each width (group size 64,
+     * written to temp folders with the quantize verb's code and deleted afterwards); then decode tok/s of each as a
+     * ratio to the first arm of this same run.
+     */
+    static void benchWeights(String label, Path dir, List<Integer> weights, ComputeBackend backend, int promptTokens,
+            int decodeTokens, double copyGbs, Sweep sweep) throws Exception {
+        List<String> names = new java.util.ArrayList<>();
+        List<Double> rates = new java.util.ArrayList<>();
+        for (int bits : weights) {
+            if (bits == 0) {
+                names.add("dense");
+                rates.add(bench(label, dir, backend, promptTokens, decodeTokens, copyGbs, sweep));
+                continue;
+            }
+            Path q = Files.createTempDirectory("tqserve-bench-q" + bits);
+            try {
+                System.err.println("quantizing to " + bits + " bits ...");
+                io.tqserve.model.quantize.WeightQuantizer.run(dir, q, new io.tqserve.model.quantize.WeightQuantizer.Options(
+                        bits, 64, null, false, 0, null), null);
+                names.add("q" + bits);
+                rates.add(bench(label + " " + bits + "-bit weights", q, backend, promptTokens, decodeTokens, copyGbs,
+                        sweep));
+            } finally {
+                deleteTree(q);
+            }
+        }
+        if (rates.size() > 1) {
+            StringBuilder sb = new StringBuilder("decode tok/s as a ratio to " + names.get(0) + ":");
+            for (int i = 1; i < rates.size(); i++) {
+                sb.append(String.format(" %s %.2fx", names.get(i), rates.get(i) / rates.get(0)));
+            }
+            System.out.println(sb);
+        }
+    }
+
+    static void deleteTree(Path dir) throws java.io.IOException {
+        try (var files = Files.list(dir)) {
+            for (Path f : files.toList()) {
+                Files.deleteIfExists(f);
+            }
+        }
+        Files.deleteIfExists(dir);
+    }
+
     /** What the context sweep runs; contexts null = the default ladder. */
     record Sweep(KvScheme.Turbo turbo, List<Integer> contexts, int repeat, int maxContext) {
     }
@@ -120,7 +177,8 @@ final class DecodeBenchmark {
         return out;
     }
 
-    static void bench(String label, Path dir, ComputeBackend backend, int promptTokens, int decodeTokens,
+    /** Benchmarks one model folder; returns its decode tok/s. */
+    static double bench(String label, Path dir, ComputeBackend backend, int promptTokens, int decodeTokens,
             double copyGbs, Sweep sweep) throws Exception {
         ModelConfig c = ModelConfig.load(dir);
         if (sweep != null && sweep.maxContext() > 0) {
@@ -129,9 +187,10 @@ final class DecodeBenchmark {
                     c.tieEmbeddings(), c.dtype(), c.eosTokenIds(), c.bosTokenId());
         }
         try (Safetensors st = Safetensors.open(dir)) {
-            ModelWeights w = ModelWeights.load(st, c);
+            ModelWeights w = ModelWeights.load(st, c, io.tqserve.model.QuantizationConfig.load(dir));
             // with the weight files, a backend with a device decoder (MLX) runs the whole forward on its device
             Transformer t = new Transformer(c, w, backend, st.headers().keySet().stream().map(dir::resolve).toList());
+            // a decode step reads every layer matrix once, the LM head once, and one embedding row
             long weightBytesPerToken = w.lmHead().byteSize();
             for (ModelWeights.Layer l : w.layers()) {
                 weightBytesPerToken += l.wq().byteSize() + l.wk().byteSize() + l.wv().byteSize() + l.wo().byteSize()
@@ -203,6 +262,7 @@ final class DecodeBenchmark {
                             System.out, System.err);
                 }
             }
+            return result[1];
         }
     }
 }

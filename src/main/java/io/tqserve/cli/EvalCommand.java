@@ -30,6 +30,9 @@ final class EvalCommand {
                                          [--decode-steps 128] [--out DIR] [--turbo-path fused|deferred|dequant]
                                          [--threads N] [--backend cpu|mlx|auto] [--mlx-library FILE]
                                          [--mlx-dtype native|float32]
+                   tqserve eval weight-curve [--model DIR] [--arms bf16/bf16,8/bf16,4/bf16,4r/bf16,4/turbo:k8v3]
+                                         [--group-size 64] [--seed N] [--prompts FILE] [--prompt-tokens 128]
+                                         [--decode-steps 128] [--threads N]
             """;
     static final String DEFAULT_SCHEMES =
             "bf16,turbo:k8v8,turbo:k8v4,turbo:k8v3,turbo:k8v2,turbo:k4v3,turbo:k4v2,int8,int4";
@@ -41,6 +44,9 @@ final class EvalCommand {
 
     static int run(String[] args) throws Exception {
         String what = args.length > 1 ? args[1] : "";
+        if (what.equals("weight-curve")) {
+            return WeightCurve.run(args);
+        }
         if (!what.equals("kv-curve")) {
             System.err.print(USAGE);
             return 2;
@@ -71,17 +77,7 @@ final class EvalCommand {
                 throw new IllegalArgumentException("prompt-tokens + decode-steps = " + (promptTokens + decodeSteps)
                         + " exceeds the model context of " + model.config().maxPositions());
             }
-            List<int[]> prompts = new ArrayList<>();
-            for (int i = 0; i < texts.size(); i++) {
-                int[] ids = model.tokenizer().encode(texts.get(i), false);
-                if (ids.length < promptTokens + decodeSteps) {
-                    String head = texts.get(i).strip();
-                    head = head.length() > 40 ? head.substring(0, 40) + "…" : head;
-                    throw new IllegalArgumentException("prompt " + (i + 1) + " (\"" + head + "\") has " + ids.length
-                            + " tokens; needs prompt-tokens + decode-steps = " + (promptTokens + decodeSteps));
-                }
-                prompts.add(ids);
-            }
+            List<int[]> prompts = tokenize(model, texts, promptTokens + decodeSteps);
             System.err.printf("kv-curve: %s; model %s; %d prompts x (%d prompt + %d teacher-forced tokens); %d schemes;"
                     + " turbo path %s%n", backend.describe(), modelDir, prompts.size(), promptTokens, decodeSteps,
                     schemes.size(), path.name().toLowerCase(java.util.Locale.ROOT));
@@ -102,6 +98,22 @@ final class EvalCommand {
             System.err.println("kv-curve: wrote " + out.resolve("kv-curve.md") + ", kv-curve.json, kv-curve.png");
         }
         return 0;
+    }
+
+    /** The prompts' token ids, each checked to hold at least {@code need} tokens. */
+    static List<int[]> tokenize(Model model, List<String> texts, int need) {
+        List<int[]> prompts = new ArrayList<>();
+        for (int i = 0; i < texts.size(); i++) {
+            int[] ids = model.tokenizer().encode(texts.get(i), false);
+            if (ids.length < need) {
+                String head = texts.get(i).strip();
+                head = head.length() > 40 ? head.substring(0, 40) + "…" : head;
+                throw new IllegalArgumentException("prompt " + (i + 1) + " (\"" + head + "\") has " + ids.length
+                        + " tokens; needs prompt-tokens + decode-steps = " + need);
+            }
+            prompts.add(ids);
+        }
+        return prompts;
     }
 
     /** A JSON array of strings from the file, or the built-in set. */

@@ -58,32 +58,58 @@ final class KvCurve {
         void accept(int i, float[] logits);
     }
 
+    /**
+     * One arm: a forward (its weights) and a KV scheme, under a label.
+     *
+     * @param model the transformer the arm runs (a quantized copy of the weights, or the control's)
+     */
+    record Arm(String label, Transformer model, KvScheme scheme) {
+    }
+
     /** Runs every scheme (bf16 is the control and always runs first) over the prompts (each ≥ P + D tokens). */
     List<Row> run(List<KvScheme> schemes, List<int[]> prompts) {
+        List<Arm> arms = new ArrayList<>();
+        arms.add(new Arm(KvScheme.BF16.id(), t, KvScheme.BF16));
+        for (KvScheme s : schemes) {
+            if (!(s instanceof KvScheme.Bf16)) {
+                arms.add(new Arm(s.id(), t, s));
+            }
+        }
+        List<Row> rows = runArms(arms, prompts);
+        List<Row> ordered = new ArrayList<>();
+        for (KvScheme s : schemes) { // the caller's order; bf16 only when asked for
+            for (Row r : rows) {
+                if (r.scheme().equals(s.id())) {
+                    ordered.add(r);
+                }
+            }
+        }
+        return ordered;
+    }
+
+    /**
+     * Runs the arms over the prompts; the first arm is the control the KL and top-1 agreement are measured
+     * against (its own row has KL 0). Rows in arm order.
+     */
+    List<Row> runArms(List<Arm> arms, List<int[]> prompts) {
         int vocab = t.config().vocabSize();
         int n = prompts.size();
         long start = System.nanoTime();
         // control distributions: (prompts, D, vocab) log-probabilities in float64 would be 8 MB per prompt: keep
         // float32 logits and recompute the control's log-softmax per step
         float[][][] control = new float[n][decodeSteps][];
-        List<KvScheme> arms = new ArrayList<>();
-        arms.add(KvScheme.BF16);
-        for (KvScheme s : schemes) {
-            if (!(s instanceof KvScheme.Bf16)) {
-                arms.add(s);
-            }
-        }
         List<Row> rows = new ArrayList<>();
         for (int a = 0; a < arms.size(); a++) {
-            KvScheme scheme = arms.get(a);
+            Arm arm = arms.get(a);
+            KvScheme scheme = arm.scheme();
             double[] acc = new double[4]; // sum KL, top-1 matches, sum NLL, count
             for (int p = 0; p < n; p++) {
-                progress.printf("kv-curve: [%d/%d] %s, prompt %d/%d (%.0f s)%n", a + 1, arms.size(), scheme.id(), p + 1,
+                progress.printf("kv-curve: [%d/%d] %s, prompt %d/%d (%.0f s)%n", a + 1, arms.size(), arm.label(), p + 1,
                         n, (System.nanoTime() - start) / 1e9);
                 int[] tokens = prompts.get(p);
                 float[][] ctl = control[p];
                 boolean isControl = a == 0;
-                runArm(scheme, tokens, (i, logits) -> {
+                runArm(arm, tokens, (i, logits) -> {
                     double[] lp = logSoftmax(logits);
                     if (i + 1 < decodeSteps) { // predicts x_{i+1}
                         acc[2] -= lp[tokens[promptTokens + i + 1]];
@@ -105,23 +131,17 @@ final class KvCurve {
                 });
             }
             AttentionShape shape = t.attentionShape();
-            rows.add(new Row(scheme.id(), shape.layout(scheme).effectiveBits(), shape.layout(scheme).compressionRatio(),
+            rows.add(new Row(arm.label(), shape.layout(scheme).effectiveBits(), shape.layout(scheme).compressionRatio(),
                     acc[0] / acc[3], Math.exp(acc[2] / acc[3]), acc[1] / acc[3]));
         }
         progress.printf("kv-curve: done in %.0f s%n", (System.nanoTime() - start) / 1e9);
-        List<Row> ordered = new ArrayList<>();
-        for (KvScheme s : schemes) { // the caller's order; bf16 only when asked for
-            for (Row r : rows) {
-                if (r.scheme().equals(s.id())) {
-                    ordered.add(r);
-                }
-            }
-        }
-        return ordered;
+        return rows;
     }
 
     /** Prefill, then D teacher-forced decode steps; the sink sees the prefill's logits (i = −1) and step i's. */
-    private void runArm(KvScheme scheme, int[] tokens, Sink sink) {
+    private void runArm(Arm arm, int[] tokens, Sink sink) {
+        Transformer t = arm.model();
+        KvScheme scheme = arm.scheme();
         ForwardState state = new ForwardState(t.config());
         int vocab = t.config().vocabSize();
         int max = promptTokens + decodeSteps;

@@ -10,6 +10,7 @@ public final class TqserveMain {
               (no verb) | serve [--key=value ...]   serve the model over the OpenAI-compatible API (Spring-style overrides)
               generate --prompt TEXT [...]          generate text on the command line
               eval kv-curve [...]                   KV-scheme quality curve (KL vs effective bits)
+              quantize --model DIR --bits 4|8 --out DIR [...]  write an MLX-format quantized copy of a model
               bench [decode|codec|load] [...]       benchmarks that print ratios from one run
               test                                  run the test suite (handled by the launcher script)
             """;
@@ -49,6 +50,7 @@ public final class TqserveMain {
                 case "generate" -> GenerateCommand.run(args);
                 case "bench" -> BenchCommand.run(args);
                 case "eval" -> EvalCommand.run(args);
+                case "quantize" -> QuantizeCommand.run(args);
                 case "help", "-h", "--help" -> {
                     System.out.print(USAGE);
                     yield 0;

@@ -14,7 +14,8 @@ import java.util.Optional;
  * {@code -XX:MaxDirectMemorySize} does not bound), so what is left for them is the physical (or container) memory
  * minus the maximum heap. Caches grow in chunks of {@link Bf16KvCache#CHUNK} tokens, so each running sequence may
  * hold up to one chunk more than it reserved. Checked at startup; a budget that does not fit is logged as a
- * warning (the heap maximum is a limit, not a use, so this can be a false alarm).
+ * warning (the heap maximum is a limit, not a use, so this can be a false alarm). The weights are memory-mapped and
+ * read whole on every decode step, so their bytes (quantized: packed codes, scales and biases) count as well.
  */
 final class KvMemoryCheck {
     private KvMemoryCheck() {
@@ -32,23 +33,30 @@ final class KvMemoryCheck {
 
     /** A warning when the worst case exceeds physical memory minus the maximum heap; empty when it fits. */
     static Optional<String> check(List<LanePlan> plans, int maxBatch, long physicalBytes, long maxHeapBytes) {
-        long need = worstCaseBytes(plans, maxBatch);
-        long left = physicalBytes - maxHeapBytes;
-        if (need <= left) {
+        return check(plans, maxBatch, 0, physicalBytes, maxHeapBytes);
+    }
+
+    /** As {@link #check(List, int, long, long)}, with the weights' bytes beside the KV caches. */
+    static Optional<String> check(List<LanePlan> plans, int maxBatch, long weightBytes, long physicalBytes,
+            long maxHeapBytes) {
+        long kv = worstCaseBytes(plans, maxBatch);
+        long left = physicalBytes - maxHeapBytes - weightBytes;
+        if (kv <= left) {
             return Optional.empty();
         }
         return Optional.of(String.format("the KV budgets of the lanes may hold up to %d MB of native memory (with "
-                + "allocation rounding), but only %d MB are left beside the Java heap (%d MB physical, -Xmx %d MB): "
-                + "lower tqserve.lanes.batched.kv-budget / tqserve.lanes.turbo.kv-budget or the heap, or the "
-                + "operating system may stop the server before admission refuses a request", need >> 20,
-                Math.max(0, left) >> 20, physicalBytes >> 20, maxHeapBytes >> 20));
+                + "allocation rounding), but only %d MB are left beside the Java heap and the weights (%d MB physical, "
+                + "-Xmx %d MB, %d MB of weights): lower tqserve.lanes.batched.kv-budget / "
+                + "tqserve.lanes.turbo.kv-budget or the heap, serve quantized weights, or the operating system may "
+                + "stop the server before admission refuses a request", kv >> 20, Math.max(0, left) >> 20,
+                physicalBytes >> 20, maxHeapBytes >> 20, weightBytes >> 20));
     }
 
     /** {@link #check} against this JVM and machine. */
-    static Optional<String> checkThisMachine(List<LanePlan> plans, int maxBatch) {
+    static Optional<String> checkThisMachine(List<LanePlan> plans, int maxBatch, long weightBytes) {
         if (!(ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os)) {
             return Optional.empty();
         }
-        return check(plans, maxBatch, os.getTotalMemorySize(), Runtime.getRuntime().maxMemory());
+        return check(plans, maxBatch, weightBytes, os.getTotalMemorySize(), Runtime.getRuntime().maxMemory());
     }
 }

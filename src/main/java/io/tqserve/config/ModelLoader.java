@@ -128,9 +128,10 @@ public final class ModelLoader implements SmartLifecycle {
             }
             RoutingService routing = new RoutingService(props.routing().policy(),
                     props.routing().longContextThreshold(), started, requestObserver);
-            log.info("tqserve: model {} loaded from {} in {} ms ({}); lanes: {}", plan.modelId(),
+            log.info("tqserve: model {} loaded from {} in {} ms ({}); weights: {} MB, {}; lanes: {}", plan.modelId(),
                     plan.modelDir().toAbsolutePath(), (System.nanoTime() - t0) / 1_000_000, b.describe(),
-                    describeLanes());
+                    m.weightBytes() >> 20, m.quantization().quantized() ? m.quantization().describe()
+                            : m.config().dtype(), describeLanes());
             runtime.ready(m, routing);
         } catch (Throwable t) {
             synchronized (this) {

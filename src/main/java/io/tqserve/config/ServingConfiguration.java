@@ -34,7 +34,7 @@ public class ServingConfiguration {
         TqserveProperties.Api a = props.api();
         return new ApiSettings(a.keys(), a.strictModelId(), a.defaultMaxTokens(), a.keepAliveInterval(),
                 a.retryAfter(), a.requestTimeout(), a.shutdownGracePeriod(), a.logPrompts(), a.maxMessages(),
-                a.maxPromptChars(), a.openActuator(), a.cors().allowedOrigins());
+                a.maxPromptChars(), a.openActuator(), a.cors().allowedOrigins(), a.queueFullStatus());
     }
 
     @Bean
@@ -56,9 +56,24 @@ public class ServingConfiguration {
     @Bean
     StartupValidator.Plan servingPlan(TqserveProperties props) {
         StartupValidator.Plan plan = StartupValidator.validate(props);
-        KvMemoryCheck.checkThisMachine(plan.plans(), props.lanes().batched().maxBatch())
+        KvMemoryCheck.checkThisMachine(plan.plans(), props.lanes().batched().maxBatch(), weights(plan).bytes())
                 .ifPresent(LoggerFactory.getLogger(KvMemoryCheck.class)::warn);
         return plan;
+    }
+
+    /** The weights' bytes and format, read from the model folder before loading (info, metrics, memory check). */
+    @Bean
+    io.tqserve.model.WeightsInfo weightsInfo(StartupValidator.Plan plan) {
+        return weights(plan);
+    }
+
+    private static io.tqserve.model.WeightsInfo weights(StartupValidator.Plan plan) {
+        try {
+            return io.tqserve.model.WeightsInfo.read(plan.modelDir());
+        } catch (java.io.IOException | RuntimeException e) {
+            throw new StartupValidationException("cannot read the weights of " + plan.modelDir().toAbsolutePath() + ": "
+                    + e.getMessage() + "; set tqserve.model.path to a supported model folder", e);
+        }
     }
 
     @Bean

@@ -172,6 +172,9 @@ public record TqserveProperties(@Valid @DefaultValue Model model, @Valid @Defaul
      * @param cors                cross-origin access for browsers
      * @param allowedHosts        host names the Host header may name (DNS-rebinding guard); empty = any
      * @param http                connection timeouts
+     * @param queueFullStatus     HTTP status of a request refused because its lane's queue is full: 429 (what OpenAI
+     *                            clients expect) or 503 (for proxies that retry only 503 on another replica, such
+     *                            as HAProxy 2.6)
      */
     public record Api(@DefaultValue List<String> keys, @DefaultValue("false") boolean strictModelId,
             @DefaultValue("512") @Min(1) int defaultMaxTokens, @DefaultValue("5s") @NotNull Duration keepAliveInterval,
@@ -179,8 +182,13 @@ public record TqserveProperties(@Valid @DefaultValue Model model, @Valid @Defaul
             @DefaultValue("15s") @NotNull Duration shutdownGracePeriod, @DefaultValue("false") boolean logPrompts,
             @DefaultValue("1000") @Min(1) int maxMessages, @DefaultValue("1000000") @Min(1) int maxPromptChars,
             @DefaultValue("health") List<String> openActuator, @Valid @DefaultValue Cors cors,
-            @DefaultValue List<String> allowedHosts, @Valid @DefaultValue Http http) {
+            @DefaultValue List<String> allowedHosts, @Valid @DefaultValue Http http,
+            @DefaultValue("429") int queueFullStatus) {
         public Api {
+            if (queueFullStatus != 429 && queueFullStatus != 503) {
+                throw new IllegalArgumentException("tqserve.api.queue-full-status must be 429 or 503, not "
+                        + queueFullStatus);
+            }
             keys = keys == null ? List.of() : List.copyOf(keys);
             openActuator = openActuator == null ? List.of() : List.copyOf(openActuator);
             allowedHosts = allowedHosts == null ? List.of() : List.copyOf(allowedHosts);

@@ -9,13 +9,18 @@ import org.springframework.boot.actuate.info.Info;
 import org.springframework.boot.actuate.info.InfoContributor;
 import org.springframework.stereotype.Component;
 
-/** /actuator/info: the served model (id, architecture, head dim, shape), the backend and each lane's KV scheme. */
+/**
+ * /actuator/info: the served model (id, architecture, head dim, shape, weight bytes and format), the backend and each
+ * lane's KV scheme.
+ */
 @Component
 public final class ServingInfoContributor implements InfoContributor {
     private final ServingRuntime runtime;
+    private final io.tqserve.model.WeightsInfo weights;
 
-    public ServingInfoContributor(ServingRuntime runtime) {
+    public ServingInfoContributor(ServingRuntime runtime, io.tqserve.model.WeightsInfo weights) {
         this.runtime = runtime;
+        this.weights = weights;
     }
 
     @Override
@@ -29,6 +34,8 @@ public final class ServingInfoContributor implements InfoContributor {
         model.put("numHeads", c.numHeads());
         model.put("numKvHeads", c.numKvHeads());
         model.put("maxPositions", c.maxPositions());
+        model.put("weights", Map.of("bytes", weights.bytes(), "bits", weights.bits(), "groupSize",
+                weights.groupSize(), "format", weights.format()));
         model.put("state", runtime.status().name().toLowerCase(java.util.Locale.ROOT));
         runtime.loaded().ifPresent(l -> model.put("fingerprint", l.model().fingerprint()));
         Map<String, Object> backend = new LinkedHashMap<>();

@@ -37,7 +37,7 @@ public final class ServingMetrics implements LaneObserver, RequestObserver {
     private final Map<Lane.Kind, Timer> e2e = new EnumMap<>(Lane.Kind.class);
     private final Map<Lane.Kind, Timer> queue = new EnumMap<>(Lane.Kind.class);
 
-    public ServingMetrics(MeterRegistry registry, ServingRuntime runtime) {
+    public ServingMetrics(MeterRegistry registry, ServingRuntime runtime, io.tqserve.model.WeightsInfo weights) {
         for (LanePlan plan : runtime.plans()) {
             Lane.Kind kind = plan.kind();
             String lane = kind.wireName();
@@ -88,10 +88,35 @@ public final class ServingMetrics implements LaneObserver, RequestObserver {
             e2e.put(kind, timer(registry, "tqserve.request.e2e", "total request latency", lane));
             queue.put(kind, timer(registry, "tqserve.request.queue", "time waiting for a lane", lane));
         }
+        // Replica-wide views, one series each, for routers and autoscalers that read one number per replica (the
+        // Gateway API Inference Extension's endpoint picker takes the first series a metric spec matches).
+        Gauge.builder("tqserve.server.requests.waiting", runtime, r -> sum(r, Lane::waiting))
+                .description("requests queued, all lanes").strongReference(true).register(registry);
+        Gauge.builder("tqserve.server.requests.running", runtime, r -> sum(r, Lane::running))
+                .description("sequences running, all lanes").strongReference(true).register(registry);
+        Gauge.builder("tqserve.server.kv.usage", runtime, ServingMetrics::kvReservedFraction)
+                .description("KV bytes reserved by admitted requests (worst case) / KV budget, all lanes (0..1)")
+                .strongReference(true).register(registry);
         Gauge.builder("tqserve.model.info", () -> 1).description("the served model")
                 .tags("model", runtime.modelId(), "architecture", runtime.modelConfig().architecture().hfName(),
-                        "head_dim", Integer.toString(runtime.modelConfig().headDim()), "backend", runtime.backend())
+                        "head_dim", Integer.toString(runtime.modelConfig().headDim()), "backend", runtime.backend(),
+                        "weight_bits", Integer.toString(weights.bits()), "weight_group_size",
+                        Integer.toString(weights.groupSize()), "weight_bytes", Long.toString(weights.bytes()))
                 .strongReference(true).register(registry);
+    }
+
+    private static double sum(ServingRuntime runtime, ToDoubleFunction<Lane> value) {
+        double total = 0;
+        for (LanePlan plan : runtime.plans()) {
+            total += runtime.lane(plan.kind()).map(value::applyAsDouble).orElse(0.0);
+        }
+        return total;
+    }
+
+    /** Reserved rather than used bytes: admission refuses by reservations, so this is what new requests meet. */
+    static double kvReservedFraction(ServingRuntime runtime) {
+        double budget = sum(runtime, Lane::kvBytesBudget);
+        return budget == 0 ? 0 : Math.min(1.0, sum(runtime, Lane::kvBytesReserved) / budget);
     }
 
     private static void laneGauge(MeterRegistry registry, ServingRuntime runtime, Lane.Kind kind, String name,

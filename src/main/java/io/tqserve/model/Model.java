@@ -26,10 +26,11 @@ public final class Model implements AutoCloseable {
     private final ChatTemplate chatTemplate;
     private final String fingerprint;
     private final String tokenizerHash;
+    private final QuantizationConfig quantization;
 
     private Model(Path dir, ModelConfig config, GenerationConfig generation, Safetensors safetensors,
             Transformer transformer, Tokenizer tokenizer, ChatTemplate chatTemplate, String fingerprint,
-            String tokenizerHash) {
+            String tokenizerHash, QuantizationConfig quantization) {
         this.dir = dir;
         this.config = config;
         this.generation = generation;
@@ -39,6 +40,7 @@ public final class Model implements AutoCloseable {
         this.chatTemplate = chatTemplate;
         this.fingerprint = fingerprint;
         this.tokenizerHash = tokenizerHash;
+        this.quantization = quantization;
     }
 
     /** Loads a model folder onto a backend. Errors name the file and what is wrong with it. */
@@ -47,17 +49,23 @@ public final class Model implements AutoCloseable {
             throw new IOException("model folder " + dir.toAbsolutePath() + " does not exist");
         }
         ModelConfig config = ModelConfig.load(dir);
+        QuantizationConfig quantization = QuantizationConfig.load(dir);
+        if (quantization.quantized() && !backend.name().equals("cpu")) {
+            throw new IllegalArgumentException("the model in " + dir.toAbsolutePath() + " has quantized weights ("
+                    + quantization.describe() + "), which the " + backend.name() + " backend does not run yet: "
+                    + "use tqserve.backend.type=cpu");
+        }
         GenerationConfig generation = GenerationConfig.load(dir, config.eosTokenIds());
         Safetensors st = Safetensors.open(dir);
         Tokenizer tokenizer = null;
         Transformer transformer = null;
         try {
             List<Path> weightFiles = st.headers().keySet().stream().map(dir::resolve).toList();
-            transformer = new Transformer(config, ModelWeights.load(st, config), backend, weightFiles);
+            transformer = new Transformer(config, ModelWeights.load(st, config, quantization), backend, weightFiles);
             tokenizer = Tokenizer.load(dir);
             ChatTemplate template = ChatTemplate.load(dir).orElse(null);
             return new Model(dir, config, generation, st, transformer, tokenizer, template, fingerprint(dir, st),
-                    sha256(Files.readAllBytes(dir.resolve("tokenizer.json"))));
+                    sha256(Files.readAllBytes(dir.resolve("tokenizer.json"))), quantization);
         } catch (IOException | RuntimeException e) {
             if (tokenizer != null) {
                 tokenizer.close();
@@ -126,6 +134,16 @@ public final class Model implements AutoCloseable {
     /** Hex SHA-256 identifying config and weights. */
     public String fingerprint() {
         return fingerprint;
+    }
+
+    /** The weights' quantization (NONE when dense). */
+    public QuantizationConfig quantization() {
+        return quantization;
+    }
+
+    /** Bytes of mapped weights (packed codes, scales and biases of quantized modules included). */
+    public long weightBytes() {
+        return safetensors.byteSize();
     }
 
     @Override

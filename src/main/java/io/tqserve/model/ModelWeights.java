@@ -38,7 +38,13 @@ public record ModelWeights(Matrix embedding, List<Layer> layers, float[] finalNo
     }
 
     public static ModelWeights load(Safetensors st, ModelConfig c) {
-        Matrix embedding = matrix(st, "model.embed_tokens.weight", c.vocabSize(), c.dim());
+        return load(st, c, QuantizationConfig.NONE);
+    }
+
+    /** Loads weights that may be group-affine quantized as {@code quant} (MLX's format, see {@link QuantizedWeights}). */
+    public static ModelWeights load(Safetensors st, ModelConfig c, QuantizationConfig quant) {
+        QuantizedWeights qw = new QuantizedWeights(st, quant);
+        Matrix embedding = qw.matrix("model.embed_tokens.weight", c.vocabSize(), c.dim());
         List<Layer> layers = new ArrayList<>();
         for (int l = 0; l < c.numLayers(); l++) {
             String p = "model.layers." + l + ".";
@@ -52,23 +58,23 @@ public record ModelWeights(Matrix embedding, List<Layer> layers, float[] finalNo
             }
             layers.add(new Layer(
                     vector(st, p + "input_layernorm.weight", c.dim()),
-                    matrix(st, p + "self_attn.q_proj.weight", c.qDim(), c.dim()),
-                    matrix(st, p + "self_attn.k_proj.weight", c.kvDim(), c.dim()),
-                    matrix(st, p + "self_attn.v_proj.weight", c.kvDim(), c.dim()),
-                    matrix(st, p + "self_attn.o_proj.weight", c.dim(), c.qDim()),
+                    qw.matrix(p + "self_attn.q_proj.weight", c.qDim(), c.dim()),
+                    qw.matrix(p + "self_attn.k_proj.weight", c.kvDim(), c.dim()),
+                    qw.matrix(p + "self_attn.v_proj.weight", c.kvDim(), c.dim()),
+                    qw.matrix(p + "self_attn.o_proj.weight", c.dim(), c.qDim()),
                     bias ? vector(st, p + "self_attn.q_proj.bias", c.qDim()) : null,
                     bias ? vector(st, p + "self_attn.k_proj.bias", c.kvDim()) : null,
                     bias ? vector(st, p + "self_attn.v_proj.bias", c.kvDim()) : null,
                     qkNorm ? vector(st, p + "self_attn.q_norm.weight", c.headDim()) : null,
                     qkNorm ? vector(st, p + "self_attn.k_norm.weight", c.headDim()) : null,
                     vector(st, p + "post_attention_layernorm.weight", c.dim()),
-                    matrix(st, p + "mlp.gate_proj.weight", c.hiddenDim(), c.dim()),
-                    matrix(st, p + "mlp.up_proj.weight", c.hiddenDim(), c.dim()),
-                    matrix(st, p + "mlp.down_proj.weight", c.dim(), c.hiddenDim())));
+                    qw.matrix(p + "mlp.gate_proj.weight", c.hiddenDim(), c.dim()),
+                    qw.matrix(p + "mlp.up_proj.weight", c.hiddenDim(), c.dim()),
+                    qw.matrix(p + "mlp.down_proj.weight", c.dim(), c.hiddenDim())));
         }
         float[] finalNorm = vector(st, "model.norm.weight", c.dim());
         Matrix lmHead = st.has("lm_head.weight") && !c.tieEmbeddings()
-                ? matrix(st, "lm_head.weight", c.vocabSize(), c.dim())
+                ? qw.matrix("lm_head.weight", c.vocabSize(), c.dim())
                 : embedding;
         if (!c.tieEmbeddings() && !st.has("lm_head.weight")) {
             // Some exports omit lm_head even when the config says untied; the embedding is the only candidate.
@@ -77,13 +83,17 @@ public record ModelWeights(Matrix embedding, List<Layer> layers, float[] finalNo
         return new ModelWeights(embedding, List.copyOf(layers), finalNorm, lmHead);
     }
 
-    private static Matrix matrix(Safetensors st, String name, int rows, int cols) {
+    static Matrix dense(Safetensors st, String name, int rows, int cols) {
         Safetensors.Tensor t = st.get(name);
+        checkShape(t, rows, cols);
+        return new Matrix(t.data(), t.dtype(), rows, cols);
+    }
+
+    static void checkShape(Safetensors.Tensor t, long rows, long cols) {
         if (t.shape().length != 2 || t.shape()[0] != rows || t.shape()[1] != cols) {
-            throw new IllegalArgumentException("tensor " + name + " has shape " + java.util.Arrays.toString(t.shape())
+            throw new IllegalArgumentException("tensor " + t.name() + " has shape " + java.util.Arrays.toString(t.shape())
                     + ", expected [" + rows + ", " + cols + "]");
         }
-        return new Matrix(t.data(), t.dtype(), rows, cols);
     }
 
     private static float[] vector(Safetensors st, String name, int n) {

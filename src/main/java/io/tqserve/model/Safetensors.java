@@ -41,12 +41,11 @@ public final class Safetensors implements AutoCloseable {
                 throw new IllegalStateException(name + " is too large to copy");
             }
             float[] out = new float[(int) n];
+            if (dtype == DType.U32) {
+                throw new IllegalArgumentException(name + " holds packed quantized codes (U32), not floats");
+            }
             for (int i = 0; i < out.length; i++) {
-                out[i] = switch (dtype) {
-                    case BF16 -> Float.intBitsToFloat((data.getAtIndex(Layouts.SHORT_LE, i) & 0xFFFF) << 16);
-                    case F16 -> Float.float16ToFloat(data.getAtIndex(Layouts.SHORT_LE, i));
-                    case F32 -> data.getAtIndex(Layouts.FLOAT_LE, i);
-                };
+                out[i] = dtype.read(data, i);
             }
             return out;
         }

@@ -47,7 +47,7 @@ class DefaultConfigServingTest {
         assertThat(s).contains("tqserve_kv_compression_ratio{lane=\"batched\",scheme=\"bf16\"} 1.0\n");
         assertThat(s).contains("tqserve_kv_bytes_budget{lane=\"turbo\"} 2.68435456E8\n");
         assertThat(s).contains("tqserve_model_info{architecture=\"LlamaForCausalLM\",backend=\"cpu\",head_dim=\"128\","
-                + "model=\"tiny-llama-h128\"} 1\n");
+                + "model=\"tiny-llama-h128\",weight_bits=\"16\",weight_bytes=\"43797520\",weight_group_size=\"0\"} 1\n");
     }
 
     @Test
@@ -70,6 +70,10 @@ class DefaultConfigServingTest {
                 .jsonPath("$.model.id").isEqualTo("tiny-llama-h128")
                 .jsonPath("$.model.architecture").isEqualTo("LlamaForCausalLM")
                 .jsonPath("$.model.headDim").isEqualTo(128)
+                .jsonPath("$.model.weights.bytes").isEqualTo(43797520)
+                .jsonPath("$.model.weights.bits").isEqualTo(16)
+                .jsonPath("$.model.weights.groupSize").isEqualTo(0)
+                .jsonPath("$.model.weights.format").isEqualTo("bfloat16")
                 .jsonPath("$.backend.type").isEqualTo("cpu")
                 .jsonPath("$.lanes.turbo.scheme").isEqualTo("turbo:k8v3")
                 .jsonPath("$.lanes.turbo.kvBytesPerToken").isEqualTo(2400)

@@ -32,4 +32,13 @@ class KvMemoryCheckTest {
                 assertThat(w).contains("tqserve.lanes.batched.kv-budget").contains("tqserve.lanes.turbo.kv-budget")
                         .contains("780 MB"));
     }
+
+    @Test
+    void theWeightsCountBesideTheKvCaches() {
+        long need = KvMemoryCheck.worstCaseBytes(DEFAULT_LANES, 8);
+        long weights = 300L << 20; // e.g. a 0.5B model at 4 bits
+        assertThat(KvMemoryCheck.check(DEFAULT_LANES, 8, weights, need + (1L << 30) + weights, 1L << 30)).isEmpty();
+        assertThat(KvMemoryCheck.check(DEFAULT_LANES, 8, weights, need + (1L << 30) + weights - 1, 1L << 30))
+                .hasValueSatisfying(w -> assertThat(w).contains("300 MB of weights").contains("serve quantized weights"));
+    }
 }

@@ -97,6 +97,15 @@ class StartupValidationTest {
     }
 
     @Test
+    void queueFullStatusIs429Or503() {
+        runner.withPropertyValues("tqserve.api.queue-full-status=500").run(ctx -> {
+            assertThat(ctx).hasFailed();
+            assertThat(messages(ctx.getStartupFailure())).contains("tqserve.api.queue-full-status must be 429 or 503, "
+                    + "not 500");
+        });
+    }
+
+    @Test
     void failsWhenBothLanesAreDisabled() {
         runner.withPropertyValues("tqserve.lanes.turbo.enabled=false", "tqserve.lanes.batched.enabled=false")
                 .run(ctx -> {

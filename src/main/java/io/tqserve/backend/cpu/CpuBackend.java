@@ -15,11 +15,13 @@ public final class CpuBackend implements ComputeBackend {
     private final KernelPool pool;
     private final String why;
     private final ThreadLocal<float[]> rowScratch = new ThreadLocal<>();
+    private final QuantizedMatmul quantized;
 
     public CpuBackend(Kernels kernels, int threads, String why) {
         this.kernels = kernels;
         this.pool = new KernelPool(threads);
         this.why = why;
+        this.quantized = new QuantizedMatmul(kernels);
     }
 
     /**
@@ -70,6 +72,10 @@ public final class CpuBackend implements ComputeBackend {
 
     @Override
     public void matmul(Matrix w, float[] x, int rows, float[] out) {
+        if (w.quantized()) {
+            quantized.matmul(pool, w, x, rows, out);
+            return;
+        }
         int outDim = w.rows();
         int inDim = w.cols();
         int blocks = Math.max(1, Math.min(outDim / 8, pool.threads() * 8));

@@ -170,7 +170,7 @@ public final class VectorKernels implements Kernels {
         return switch (w.dtype()) {
             case BF16 -> dotBf16(seg, (long) row * cols * 2, x, xOff, cols);
             case F32 -> dotF32(seg, (long) row * cols * 4, x, xOff, cols);
-            case F16 -> {
+            case F16, U32 -> {
                 float[] tmp = rowScratch(cols);
                 tail.decodeRow(w, row, tmp, 0);
                 yield dot(tmp, 0, x, xOff, cols);

@@ -66,6 +66,10 @@ final class MlxDecoder implements DeviceDecoder {
 
     /** Loads (and, for {@code float32}, converts) the weights, evaluated before returning. */
     static MlxDecoder open(MlxBackend backend, DecoderSpec spec) {
+        if (spec.javaMatrices().values().stream().anyMatch(m -> m.dtype() == io.tqserve.backend.DType.U32)) {
+            throw new UnsupportedOperationException(
+                    "quantized weights are not supported on the MLX backend yet: use tqserve.backend.type=cpu");
+        }
         Mlx mlx = backend.mlx();
         MlxStore store = mlx.newStore();
         backend.lock.lock();

@@ -1,0 +1,127 @@
+package io.tqserve.backend.cpu;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.tqserve.backend.DType;
+import io.tqserve.backend.GroupQuant;
+import io.tqserve.backend.Layouts;
+import io.tqserve.backend.Matrix;
+import io.tqserve.model.quantize.AffineQuantizer;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * The quantized matmul ({@link QuantizedMatmul}): Vector API kernels against the scalar twin and a plain
+ * dequantize-then-dot reference, for every code width, group size and scale dtype; and batch invariance: a row's
+ * outputs are the same bits alone (matrix-vector, dequantized in registers) as in a batch (decoded rows, tiles).
+ */
+class QuantizedKernelParityTest {
+    static CpuBackend vector;
+    static CpuBackend scalar;
+    static Arena arena;
+
+    @BeforeAll
+    static void start() {
+        vector = new CpuBackend(new VectorKernels(), 2, "test");
+        scalar = new CpuBackend(new ScalarKernels(), 2, "test");
+        arena = Arena.ofShared();
+    }
+
+    @AfterAll
+    static void stop() {
+        vector.close();
+        scalar.close();
+        arena.close();
+    }
+
+    /** A rows x cols matrix of random weights quantized as MLX does. */
+    static Matrix quantized(int rows, int cols, int bits, int groupSize, DType scaleType, long seed) {
+        float[] w = KernelParityTest.random(rows * cols, seed, 0.5f);
+        int groups = cols / groupSize;
+        byte[] packed = new byte[rows * cols * bits / 8];
+        float[] s = new float[rows * groups];
+        float[] b = new float[rows * groups];
+        for (int r = 0; r < rows; r++) {
+            AffineQuantizer.quantizeRow(w, r * cols, cols, bits, groupSize, packed, r * cols * bits / 8, s, b,
+                    r * groups);
+        }
+        MemorySegment data = arena.allocate(packed.length).copyFrom(MemorySegment.ofArray(packed));
+        MemorySegment scales = arena.allocate((long) s.length * scaleType.bytes());
+        MemorySegment biases = arena.allocate((long) s.length * scaleType.bytes());
+        for (int i = 0; i < s.length; i++) {
+            put(scales, scaleType, i, s[i]);
+            put(biases, scaleType, i, b[i]);
+        }
+        return new Matrix(data, DType.U32, rows, cols, new GroupQuant(bits, groupSize, scales, biases, scaleType));
+    }
+
+    static void put(MemorySegment seg, DType t, int i, float v) {
+        switch (t) {
+            case BF16 -> seg.setAtIndex(Layouts.SHORT_LE, i, AffineQuantizer.toBf16(v));
+            case F16 -> seg.setAtIndex(Layouts.SHORT_LE, i, Float.floatToFloat16(v));
+            default -> seg.setAtIndex(Layouts.FLOAT_LE, i, v);
+        }
+    }
+
+    static Stream<Arguments> shapes() {
+        return Stream.of(Arguments.of(4, 64, DType.BF16, 37), Arguments.of(4, 32, DType.F16, 64),
+                Arguments.of(4, 128, DType.F32, 9), Arguments.of(8, 64, DType.BF16, 37),
+                Arguments.of(8, 32, DType.F32, 12), Arguments.of(2, 64, DType.BF16, 21),
+                Arguments.of(3, 32, DType.BF16, 13), Arguments.of(5, 64, DType.F16, 10),
+                Arguments.of(6, 128, DType.BF16, 7));
+    }
+
+    @ParameterizedTest
+    @MethodSource("shapes")
+    void vectorMatchesScalarAndReference(int bits, int groupSize, DType scaleType, int rows) {
+        int cols = 4 * groupSize;
+        Matrix w = quantized(rows, cols, bits, groupSize, scaleType, bits * 1000L + rows);
+        int batch = 6;
+        float[] x = KernelParityTest.random(batch * cols, rows, 1f);
+        float[] v = new float[batch * rows];
+        float[] s = new float[batch * rows];
+        vector.matmul(w, x, batch, v);
+        scalar.matmul(w, x, batch, s);
+        for (int r = 0; r < batch; r++) {
+            for (int o = 0; o < rows; o++) {
+                double ref = 0;
+                float m = 0;
+                for (int c = 0; c < cols; c++) {
+                    float wv = w.get(o, c);
+                    ref += (double) wv * x[r * cols + c];
+                    m = Math.max(m, Math.abs(wv));
+                }
+                float tol = KernelParityTest.tol(cols, m);
+                assertEquals(ref, s[r * rows + o], tol, "scalar row " + r + " out " + o);
+                assertEquals(ref, v[r * rows + o], tol, "vector row " + r + " out " + o);
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("shapes")
+    void batchingChangesNoBit(int bits, int groupSize, DType scaleType, int rows) {
+        int cols = 4 * groupSize;
+        Matrix w = quantized(rows, cols, bits, groupSize, scaleType, bits * 77L + rows);
+        for (CpuBackend backend : new CpuBackend[] {vector, scalar}) {
+            int batch = 5;
+            float[] x = KernelParityTest.random(batch * cols, rows + 1, 1f);
+            float[] all = new float[batch * rows];
+            backend.matmul(w, x, batch, all);
+            for (int r = 0; r < batch; r++) {
+                float[] one = new float[rows];
+                backend.matmul(w, java.util.Arrays.copyOfRange(x, r * cols, (r + 1) * cols), 1, one);
+                for (int o = 0; o < rows; o++) {
+                    assertEquals(Float.floatToIntBits(one[o]), Float.floatToIntBits(all[r * rows + o]),
+                            backend.kernels().name() + " row " + r + " out " + o);
+                }
+            }
+        }
+    }
+}

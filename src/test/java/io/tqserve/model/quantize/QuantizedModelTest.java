@@ -1,0 +1,140 @@
+package io.tqserve.model.quantize;
+
+import static io.tqserve.model.quantize.QuantizedModels.TINY;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.tqserve.backend.DType;
+import io.tqserve.backend.cpu.CpuBackend;
+import io.tqserve.model.Model;
+import io.tqserve.model.ModelConfig;
+import io.tqserve.model.ModelWeights;
+import io.tqserve.model.QuantizationConfig;
+import io.tqserve.model.Safetensors;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import tools.jackson.databind.json.JsonMapper;
+import tools.jackson.databind.node.ObjectNode;
+
+/**
+ * Quantized copies of the embedded tiny Llama, made by the quantize verb's code at test time: they load, and their
+ * logits equal those of their dense twins (the same dequantized values stored as float32) on the CPU backend.
+ */
+class QuantizedModelTest {
+    static final int[] TOKENS = {0, 412, 77, 1023, 5, 8000, 19, 640, 3, 2048, 911, 12};
+    static CpuBackend backend;
+    @TempDir
+    static Path tmp;
+
+    @BeforeAll
+    static void start() {
+        backend = CpuBackend.create(2);
+    }
+
+    @AfterAll
+    static void stop() {
+        backend.close();
+    }
+
+    static Path quantize(String name, WeightQuantizer.Options o) throws Exception {
+        Path out = tmp.resolve(name);
+        WeightQuantizer.run(TINY, out, o, null);
+        return out;
+    }
+
+    static float[] logits(Path dir) throws Exception {
+        try (Model m = Model.load(dir, backend)) {
+            return QuantizedModels.logits(m, backend, TOKENS);
+        }
+    }
+
+    /** Logits of the quantized model against its dense float32 twin; returns the max difference. */
+    static float againstTwin(Path q) throws Exception {
+        Path twin = tmp.resolve(q.getFileName() + "-twin");
+        QuantizedModels.writeDenseTwin(q, twin);
+        return QuantizedModels.maxAbsDiff(logits(q), logits(twin), TOKENS.length * 8192);
+    }
+
+    @ParameterizedTest
+    @ValueSource(ints = {4, 8})
+    void quantizedTinyLlamaEqualsItsDenseTwin(int bits) throws Exception {
+        Path q = quantize("q" + bits, new WeightQuantizer.Options(bits, 64, null, false, 1, null));
+        ObjectNode cfg = (ObjectNode) JsonMapper.shared().readTree(Files.readString(q.resolve("config.json")));
+        assertThat(cfg.path("quantization").toString())
+                .isEqualTo("{\"group_size\":64,\"bits\":" + bits + ",\"mode\":\"affine\"}");
+        assertThat(cfg.path("quantization_config")).isEqualTo(cfg.path("quantization"));
+        assertThat(q.resolve("tokenizer.json")).exists();
+        try (Safetensors st = Safetensors.open(q)) {
+            assertThat(st.get("model.layers.0.self_attn.q_proj.weight").dtype()).isEqualTo(DType.U32);
+            assertThat(st.get("model.layers.0.self_attn.q_proj.weight").shape()).containsExactly(512, 512 * bits / 32);
+            assertThat(st.get("model.layers.0.self_attn.q_proj.scales").dtype()).isEqualTo(DType.BF16);
+            assertThat(st.get("model.layers.0.self_attn.q_proj.biases").shape()).containsExactly(512, 8);
+            assertThat(st.get("model.embed_tokens.scales").shape()).containsExactly(8192, 8);
+            assertThat(st.get("model.norm.weight").dtype()).isEqualTo(DType.BF16);
+            assertThat(st.has("lm_head.weight")).isFalse(); // tied: the quantized embedding is the LM head
+        }
+        assertThat(againstTwin(q)).isLessThan(1e-4f);
+    }
+
+    @Test
+    void perLayerOverrideAndDenseLmHeadLoad() throws Exception {
+        // rotate unties the LM head; --keep lm_head leaves it dense; one MLP runs at 8 bits, the rest at 4
+        Path q = quantize("mixed", new WeightQuantizer.Options(4, 32, Pattern.compile("^lm_head$"), true, 7, null,
+                Map.of(Pattern.compile("layers\\.1\\.mlp\\.down_proj"), 8)));
+        QuantizationConfig qc = QuantizationConfig.load(q);
+        assertThat(qc.overrides()).containsOnlyKeys("model.layers.1.mlp.down_proj");
+        assertThat(qc.forModule("model.layers.1.mlp.down_proj", true).bits()).isEqualTo(8);
+        assertThat(qc.forModule("lm_head", false)).isNull();
+        try (Safetensors st = Safetensors.open(q)) {
+            assertThat(st.get("lm_head.weight").dtype()).isEqualTo(DType.BF16);
+            assertThat(st.has("lm_head.scales")).isFalse();
+            assertThat(st.get("model.layers.1.mlp.down_proj.weight").shape()).containsExactly(512, 1408 * 8 / 32);
+        }
+        assertThat(againstTwin(q)).isLessThan(1e-4f);
+    }
+
+    @Test
+    void rotatedModelKeepsTheLogits() throws Exception {
+        Path r = quantize("rotated", new WeightQuantizer.Options(0, 64, null, true, 11, DType.F32));
+        float[] a = logits(TINY);
+        float[] b = logits(r);
+        float max = 0;
+        for (int i = 0; i < TOKENS.length * 8192; i++) {
+            max = Math.max(max, Math.abs(a[i]));
+        }
+        // float32 rounding of the rotated weights and of the sums in another basis; the logits span about +-max
+        assertThat(QuantizedModels.maxAbsDiff(a, b, TOKENS.length * 8192)).isLessThan(2e-4f * Math.max(1, max));
+    }
+
+    @Test
+    void unsupportedBitsOrModeNameTheLayerAndTheValue() throws Exception {
+        Path q = quantize("q4-bad", new WeightQuantizer.Options(4, 64, null, false, 1, null));
+        ObjectNode cfg = (ObjectNode) JsonMapper.shared().readTree(Files.readString(q.resolve("config.json")));
+        ModelConfig c = ModelConfig.parse(cfg);
+        ((ObjectNode) cfg.get("quantization")).putObject("model.layers.2.mlp.up_proj").put("bits", 7);
+        try (Safetensors st = Safetensors.open(q)) {
+            assertThatThrownBy(() -> ModelWeights.load(st, c, QuantizationConfig.parse(cfg)))
+                    .hasMessage("model.layers.2.mlp.up_proj: quantization bits 7 is not supported "
+                            + "(supported: 2, 3, 4, 5, 6, 8)");
+            ((ObjectNode) cfg.get("quantization")).remove("model.layers.2.mlp.up_proj");
+            ((ObjectNode) cfg.get("quantization")).put("mode", "mxfp4");
+            assertThatThrownBy(() -> ModelWeights.load(st, c, QuantizationConfig.parse(cfg)))
+                    .hasMessage("model.embed_tokens: quantization mode 'mxfp4' is not supported (supported: affine)");
+        }
+        cfg.remove("quantization");
+        cfg.remove("quantization_config");
+        try (Safetensors st = Safetensors.open(q)) {
+            assertThatThrownBy(() -> ModelWeights.load(st, c, QuantizationConfig.parse(cfg)))
+                    .hasMessageContaining("model.embed_tokens.weight holds packed quantized codes (U32), but "
+                            + "config.json has no quantization block");
+        }
+    }
+}
