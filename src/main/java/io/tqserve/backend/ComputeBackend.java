@@ -43,6 +43,14 @@ public interface ComputeBackend extends AutoCloseable {
     }
 
     /**
+     * A device-resident TurboQuant KV cache (encoded on the device, attended by the device decoder), or empty when
+     * turbo caches live in Java-managed memory. Its export format is the Java TurboQuant cache's, byte for byte.
+     */
+    default Optional<DeviceKv> newDeviceTurboKv(DeviceTurboSpec spec) {
+        return Optional.empty();
+    }
+
+    /**
      * Takes the device for the calling thread until the returned guard is closed: a forward pass takes it once,
      * so two lanes' passes do not interleave on one device (fairly: the longest waiter goes next). Reentrant; a
      * no-op on the CPU backend, whose kernels need no exclusion.

@@ -55,11 +55,6 @@ final class DecodeBenchmark {
         BackendSelector.Selection selection = BackendSelector.select(a.get("--backend", "cpu"), a.getInt("--threads", 0),
                 a.get("--mlx-library", null), MlxOptions.DEFAULTS.withDtype(MlxOptions.Dtype.parse(
                         a.get("--mlx-dtype", "native"))));
-        if (!"cpu".equals(selection.backend().name()) && sweep != null) {
-            System.err.println("the context sweep compares the Java attention paths; skipped on "
-                    + selection.backend().name());
-            sweep = null;
-        }
         try (ComputeBackend backend = selection.backend()) {
             System.out.println("backend: " + backend.describe());
             double copyGbs = copyBandwidth();
@@ -259,8 +254,13 @@ final class DecodeBenchmark {
                 long kvTurbo = t.attentionShape().layout(sweep.turbo()).bytesPerToken();
                 System.out.printf("  KV bytes per token: bf16 %d, %s %d (%.2fx fewer)%n", kvBf16, sweep.turbo().id(),
                         kvTurbo, (double) kvBf16 / kvTurbo);
-                ContextSweep.run(t, backend, ContextSweep.arms(sweep.turbo()), contexts, decodeTokens, sweep.repeat(),
-                        System.out, System.err);
+                if ("cpu".equals(backend.name())) {
+                    ContextSweep.run(t, backend, ContextSweep.arms(sweep.turbo()), contexts, decodeTokens,
+                            sweep.repeat(), System.out, System.err);
+                } else { // bf16 vs turbo, both on the device
+                    DeviceContextSweep.run(t, backend, sweep.turbo(), contexts, decodeTokens, sweep.repeat(),
+                            System.out, System.err);
+                }
             }
             return result[1];
         }

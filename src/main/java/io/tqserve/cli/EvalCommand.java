@@ -1,6 +1,8 @@
 package io.tqserve.cli;
 
-import io.tqserve.backend.cpu.CpuBackend;
+import io.tqserve.backend.BackendSelector;
+import io.tqserve.backend.ComputeBackend;
+import io.tqserve.backend.mlx.MlxOptions;
 import io.tqserve.kv.KvScheme;
 import io.tqserve.kv.turbo.AttentionPath;
 import io.tqserve.model.Model;
@@ -17,7 +19,8 @@ import tools.jackson.databind.json.JsonMapper;
 
 /**
  * {@code ./tqserve eval kv-curve [--model DIR] [--schemes LIST] [--prompts FILE] [--prompt-tokens 128]
- * [--decode-steps 128] [--out DIR] [--turbo-path fused|deferred|dequant] [--threads N]}: the KV-scheme quality curve
+ * [--decode-steps 128] [--out DIR] [--turbo-path fused|deferred|dequant] [--threads N] [--backend cpu|mlx|auto]
+ * [--mlx-library FILE] [--mlx-dtype native|float32]}: the KV-scheme quality curve
  * ({@link KvCurve}), written as kv-curve.md, kv-curve.json and kv-curve.png in the output folder (default
  * target/kv-curve). Progress goes to stderr.
  */
@@ -25,7 +28,8 @@ final class EvalCommand {
     static final String USAGE = """
             usage: tqserve eval kv-curve [--model DIR] [--schemes LIST] [--prompts FILE] [--prompt-tokens 128]
                                          [--decode-steps 128] [--out DIR] [--turbo-path fused|deferred|dequant]
-                                         [--threads N]
+                                         [--threads N] [--backend cpu|mlx|auto] [--mlx-library FILE]
+                                         [--mlx-dtype native|float32]
                    tqserve eval weight-curve [--model DIR] [--arms bf16/bf16,8/bf16,4/bf16,4r/bf16,4/turbo:k8v3]
                                          [--group-size 64] [--seed N] [--prompts FILE] [--prompt-tokens 128]
                                          [--decode-steps 128] [--threads N]
@@ -49,7 +53,7 @@ final class EvalCommand {
         }
         System.setProperty("java.awt.headless", "true");
         CliArgs a = new CliArgs(args, 2, Set.of("--model", "--schemes", "--prompts", "--prompt-tokens", "--decode-steps",
-                "--out", "--turbo-path", "--threads"), Set.of());
+                "--out", "--turbo-path", "--threads", "--backend", "--mlx-library", "--mlx-dtype"), Set.of());
         Path modelDir = Path.of(a.get("--model", TqserveMain.DEFAULT_MODEL));
         List<KvScheme> schemes = new ArrayList<>();
         for (String s : a.get("--schemes", DEFAULT_SCHEMES).split(",")) {
@@ -64,7 +68,10 @@ final class EvalCommand {
         Path out = Path.of(a.get("--out", "target/kv-curve"));
         String promptsArg = a.get("--prompts", null);
         List<String> texts = readPrompts(promptsArg);
-        try (CpuBackend backend = CpuBackend.create(a.getInt("--threads", 0));
+        BackendSelector.Selection selection = BackendSelector.select(a.get("--backend", "cpu"), a.getInt("--threads", 0),
+                a.get("--mlx-library", null), MlxOptions.DEFAULTS.withDtype(MlxOptions.Dtype.parse(
+                        a.get("--mlx-dtype", "native"))));
+        try (ComputeBackend backend = selection.backend();
                 Model model = Model.load(modelDir, backend)) {
             if (promptTokens + decodeSteps > model.config().maxPositions()) {
                 throw new IllegalArgumentException("prompt-tokens + decode-steps = " + (promptTokens + decodeSteps)

@@ -5,6 +5,7 @@ import io.tqserve.kv.KvCache;
 import io.tqserve.kv.KvCacheFactory;
 import io.tqserve.kv.KvScheme;
 import io.tqserve.kv.turbo.AttentionPath;
+import io.tqserve.kv.turbo.DeviceTurboKvCache;
 import io.tqserve.kv.turbo.TurboQuantKvCache;
 import io.tqserve.model.ForwardState;
 import io.tqserve.model.Transformer;
@@ -144,8 +145,9 @@ final class KvCurve {
         ForwardState state = new ForwardState(t.config());
         int vocab = t.config().vocabSize();
         int max = promptTokens + decodeSteps;
-        try (KvCache cache = scheme instanceof KvScheme.Turbo turbo
-                ? new TurboQuantKvCache(turbo, t.attentionShape(), t.backend(), max, 0, turboPath)
+        try (KvCache cache = scheme instanceof KvScheme.Turbo turbo // on the device where the backend has one
+                ? DeviceTurboKvCache.create(turbo, t.attentionShape(), t.backend(), max, 0).<KvCache>map(d -> d)
+                        .orElseGet(() -> new TurboQuantKvCache(turbo, t.attentionShape(), t.backend(), max, 0, turboPath))
                 : KvCacheFactory.create(scheme, t.attentionShape(), t.backend(), max)) {
             float[] logits = t.forward(state, List.of(new Transformer.Chunk(cache, tokens, 0, promptTokens, false)));
             sink.accept(-1, java.util.Arrays.copyOf(logits, vocab));

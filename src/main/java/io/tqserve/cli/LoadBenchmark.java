@@ -2,7 +2,6 @@ package io.tqserve.cli;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import io.tqserve.backend.cpu.CpuBackend;
-import io.tqserve.config.TqserveApplication;
 import io.tqserve.engine.Lane;
 import io.tqserve.kv.AttentionShape;
 import io.tqserve.kv.KvCache;
@@ -23,7 +22,6 @@ import java.util.regex.Pattern;
 import javax.management.JMException;
 import javax.management.ObjectName;
 import org.springframework.boot.SpringApplication;
-import org.springframework.boot.WebApplicationType;
 import org.springframework.boot.web.server.context.WebServerApplicationContext;
 import org.springframework.context.ConfigurableApplicationContext;
 
@@ -94,9 +92,7 @@ final class LoadBenchmark {
 
     /** Starts the server on a free loopback port with quiet logging; returns once the model is loaded. */
     static ConfigurableApplicationContext startServer(List<String> extraArgs) throws Exception {
-        SpringApplication app = new SpringApplication(TqserveApplication.class);
-        app.setWebApplicationType(WebApplicationType.REACTIVE);
-        app.setDefaultProperties(Map.of("logging.level.root", "warn", "logging.level.io.tqserve", "warn"));
+        SpringApplication app = ServeCommand.benchApplication();
         List<String> args = new ArrayList<>(List.of("--server.port=0", "--server.address=127.0.0.1"));
         args.addAll(extraArgs);
         ConfigurableApplicationContext ctx = app.run(args.toArray(String[]::new));

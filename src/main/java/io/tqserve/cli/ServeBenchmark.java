@@ -2,7 +2,6 @@ package io.tqserve.cli;
 
 import io.tqserve.backend.ComputeBackend;
 import io.tqserve.backend.DeviceStats;
-import io.tqserve.config.TqserveApplication;
 import io.tqserve.engine.BatchedBf16Lane;
 import io.tqserve.engine.GenerationEvent;
 import io.tqserve.engine.GenerationRequest;
@@ -28,7 +27,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import org.springframework.boot.SpringApplication;
-import org.springframework.boot.WebApplicationType;
 import org.springframework.boot.web.server.context.WebServerApplicationContext;
 import org.springframework.context.ConfigurableApplicationContext;
 import reactor.core.publisher.Flux;
@@ -86,9 +84,7 @@ final class ServeBenchmark {
     private static int run(CliArgs a, String modelPath) throws Exception {
         int tokens = a.getInt("--tokens", 128);
         int rounds = a.getInt("--rounds", 3);
-        SpringApplication app = new SpringApplication(TqserveApplication.class);
-        app.setWebApplicationType(WebApplicationType.REACTIVE);
-        app.setDefaultProperties(Map.of("logging.level.root", "warn", "logging.level.io.tqserve", "warn"));
+        SpringApplication app = ServeCommand.benchApplication();
         try (ConfigurableApplicationContext ctx = app.run("--server.port=0", "--server.address=127.0.0.1",
                 "--tqserve.model.path=" + modelPath, "--tqserve.backend.type=" + a.get("--backend", "auto"),
                 "--tqserve.backend.mlx.library=" + a.get("--mlx-library", ""),

@@ -3,7 +3,9 @@ package io.tqserve.cli;
 import io.tqserve.config.TqserveApplication;
 import io.tqserve.routing.ServingRuntime;
 import java.util.Arrays;
+import java.util.Map;
 import org.springframework.boot.SpringApplication;
+import org.springframework.boot.WebApplicationType;
 import org.springframework.context.ConfigurableApplicationContext;
 
 /**
@@ -28,5 +30,21 @@ final class ServeCommand {
             }
         });
         return ctx;
+    }
+
+    /**
+     * The application a benchmark verb starts in its own JVM: quiet (WARN), and logging to stderr like every verb
+     * other than serve. Spring Boot's logging system ignores {@code logback.configurationFile} (with a warning on
+     * stdout), so the verbs' file is handed to it as {@code logging.config} instead.
+     */
+    static SpringApplication benchApplication() {
+        if (TqserveMain.CLI_LOGGING.equals(System.getProperty("logback.configurationFile"))) {
+            System.clearProperty("logback.configurationFile");
+        }
+        SpringApplication app = new SpringApplication(TqserveApplication.class);
+        app.setWebApplicationType(WebApplicationType.REACTIVE);
+        app.setDefaultProperties(Map.of("logging.config", "classpath:" + TqserveMain.CLI_LOGGING,
+                "logging.level.root", "warn", "logging.level.io.tqserve", "warn"));
+        return app;
     }
 }

@@ -22,6 +22,11 @@ final class TimedKvCache implements KvCache {
         this.cpu = cpu;
     }
 
+    /** The measured cache. */
+    KvCache inner() {
+        return cache;
+    }
+
     long attendNanos() {
         return attendNanos;
     }

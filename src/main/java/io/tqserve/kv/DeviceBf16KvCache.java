@@ -8,7 +8,7 @@ import io.tqserve.backend.DeviceKv;
  * forward reaches it through {@link #attend}. Every call goes to the device cache, which checks its arguments
  * with the same {@code backend.AbstractSequenceKv} checks as the Java caches.
  */
-public final class DeviceBf16KvCache implements KvCache {
+public final class DeviceBf16KvCache implements DeviceKvCache {
     private final AttentionShape shape;
     private final KvLayout layout;
     private final DeviceKv device;
@@ -19,7 +19,7 @@ public final class DeviceBf16KvCache implements KvCache {
         this.device = device;
     }
 
-    /** The device-side cache. */
+    @Override
     public DeviceKv device() {
         return device;
     }
@@ -32,50 +32,5 @@ public final class DeviceBf16KvCache implements KvCache {
     @Override
     public KvLayout layout() {
         return layout;
-    }
-
-    @Override
-    public int length() {
-        return device.length();
-    }
-
-    @Override
-    public int maxTokens() {
-        return device.maxTokens();
-    }
-
-    @Override
-    public long bytesAllocated() {
-        return device.bytesAllocated();
-    }
-
-    @Override
-    public void attend(int layer, int rowOffset, int rows, float[] q, float[] k, float[] v, float[] out) {
-        device.attend(layer, rowOffset, rows, q, k, v, out);
-    }
-
-    @Override
-    public void advance(int rows) {
-        device.advance(rows);
-    }
-
-    @Override
-    public void exportLayer(int layer, int from, int count, java.lang.foreign.MemorySegment dst) {
-        device.exportLayer(layer, from, count, dst);
-    }
-
-    @Override
-    public void importLayer(int layer, int count, java.lang.foreign.MemorySegment src) {
-        device.importLayer(layer, count, src);
-    }
-
-    @Override
-    public void truncate(int tokens) {
-        device.truncate(tokens);
-    }
-
-    @Override
-    public void close() {
-        device.close();
     }
 }

@@ -2,6 +2,7 @@ package io.tqserve.kv;
 
 import io.tqserve.backend.ComputeBackend;
 import io.tqserve.kv.turbo.AttentionPath;
+import io.tqserve.kv.turbo.DeviceTurboKvCache;
 import io.tqserve.kv.turbo.TurboQuantKvCache;
 
 /** Creates the KV cache of a scheme. */
@@ -10,7 +11,7 @@ public final class KvCacheFactory {
     }
 
     /**
-     * A new empty cache. For bf16, a backend with device-resident caches (MLX) gets one of those.
+     * A new empty cache. For bf16 and turbo, a backend with device-resident caches (MLX) gets one of those.
      *
      * @param maxTokens most tokens it may hold (prompt + max_tokens, capped by the model context)
      */
@@ -29,8 +30,10 @@ public final class KvCacheFactory {
                             shape.headDim(), maxTokens)
                     .<KvCache>map(device -> new DeviceBf16KvCache(shape, device))
                     .orElseGet(() -> new Bf16KvCache(shape, backend, maxTokens));
-            case KvScheme.Turbo t -> new TurboQuantKvCache(t, shape, backend, maxTokens, quantizedKvStart,
-                    AttentionPath.FUSED);
+            case KvScheme.Turbo t -> DeviceTurboKvCache.create(t, shape, backend, maxTokens, quantizedKvStart)
+                    .<KvCache>map(device -> device)
+                    .orElseGet(() -> new TurboQuantKvCache(t, shape, backend, maxTokens, quantizedKvStart,
+                            AttentionPath.FUSED));
             case KvScheme.Uniform u -> new PackedKvCache(u, new UniformAffineCodec(u, shape.headDim()), shape, backend,
                     maxTokens, quantizedKvStart);
         };

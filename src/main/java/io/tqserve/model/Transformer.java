@@ -12,7 +12,7 @@ import io.tqserve.backend.Matrix;
 import io.tqserve.backend.SamplingSpec;
 import io.tqserve.backend.Kernels;
 import io.tqserve.kv.AttentionShape;
-import io.tqserve.kv.DeviceBf16KvCache;
+import io.tqserve.kv.DeviceKvCache;
 import io.tqserve.kv.KvCache;
 import java.nio.file.Path;
 import java.util.HashMap;
@@ -150,7 +150,7 @@ public final class Transformer implements AutoCloseable {
 
     /** Whether a pass over these caches runs on the device decoder (else the Java forward). */
     public boolean runsOnDevice(KvCache cache) {
-        return device != null && cache instanceof DeviceBf16KvCache;
+        return device != null && cache instanceof DeviceKvCache;
     }
 
     /** The device decoder's description, or null when the forward runs in Java. */
@@ -205,7 +205,7 @@ public final class Transformer implements AutoCloseable {
         state.ensure(n, logitRows);
         state.ensureSamples(chunks.size());
         try (ComputeBackend.DeviceLock held = backend.lockDevice()) { // once per pass: the lanes share the device
-            if (device != null && chunks.stream().allMatch(ch -> ch.cache() instanceof DeviceBf16KvCache)) {
+            if (device != null && chunks.stream().allMatch(ch -> ch.cache() instanceof DeviceKvCache)) {
                 return forwardOnDevice(state, chunks);
             }
             return forwardJava(state, chunks, n, logitRows);
@@ -287,7 +287,7 @@ public final class Transformer implements AutoCloseable {
     }
 
     private DeviceChunk deviceChunk(Chunk ch) {
-        return new DeviceChunk(((DeviceBf16KvCache) ch.cache()).device(), ch.tokens(), ch.from(), ch.count(),
+        return new DeviceChunk(((DeviceKvCache) ch.cache()).device(), ch.tokens(), ch.from(), ch.count(),
                 ch.allLogits(), ch.sampler(), ch.input());
     }
 
@@ -298,7 +298,7 @@ public final class Transformer implements AutoCloseable {
      * without a sampler, in chunk order, and the sampled tokens) or closes it.
      */
     public PendingStep submit(List<Chunk> chunks) {
-        if (device == null || !chunks.stream().allMatch(ch -> ch.cache() instanceof DeviceBf16KvCache)) {
+        if (device == null || !chunks.stream().allMatch(ch -> ch.cache() instanceof DeviceKvCache)) {
             throw new IllegalStateException("only steps whose caches all live on the device can be queued");
         }
         List<DeviceChunk> dc = new java.util.ArrayList<>(chunks.size());

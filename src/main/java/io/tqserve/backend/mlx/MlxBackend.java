@@ -198,6 +198,11 @@ public final class MlxBackend implements ComputeBackend {
     }
 
     @Override
+    public Optional<DeviceKv> newDeviceTurboKv(io.tqserve.backend.DeviceTurboSpec spec) {
+        return Optional.of(new MlxTurboKvCache(this, spec));
+    }
+
+    @Override
     public void close() {
         lock.lock();
         try {

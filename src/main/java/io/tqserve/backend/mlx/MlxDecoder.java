@@ -22,7 +22,7 @@ import java.util.Map;
  * loaded once by MLX from the model's safetensors files. A forward call takes the chunks of several sequences
  * and builds one graph, evaluated once: RMSNorm, the q/k/v projections, the output projection and the SwiGLU MLP
  * run over all rows together (each weight read once per step); per-head q/k RMSNorm, RoPE at each sequence's own
- * offset and attention against each sequence's {@link MlxKvCache} run per sequence inside the same graph; the
+ * offset and attention against each sequence's KV cache ({@link MlxKvCache} or {@link MlxTurboKvCache}) run per sequence inside the same graph; the
  * final RMSNorm and LM head run on the rows that need logits, and chunks with a device sampler are sampled in the
  * graph too, so only their token ids (and requested logprobs) are copied to Java.
  */
@@ -154,7 +154,7 @@ final class MlxDecoder implements DeviceDecoder {
     @Override
     public MlxPendingStep submit(List<DeviceChunk> chunks) {
         for (DeviceChunk ch : chunks) {
-            if (!(ch.kv() instanceof MlxKvCache cache) || cache.backend() != backend) {
+            if (!(ch.kv() instanceof MlxSequenceKv cache) || cache.backend() != backend) {
                 throw new IllegalArgumentException("the MLX decoder needs KV caches made by the same MLX backend");
             }
             if (ch.sampler() != null && (!(ch.sampler() instanceof MlxSampler ms) || ms.backend() != backend)) {
@@ -228,7 +228,7 @@ final class MlxDecoder implements DeviceDecoder {
         List<MlxArray> parts = new ArrayList<>(chunks.size());
         int row = 0;
         for (DeviceChunk ch : chunks) {
-            MlxKvCache cache = (MlxKvCache) ch.kv();
+            MlxSequenceKv cache = (MlxSequenceKv) ch.kv();
             int c = ch.count();
             int pos = cache.length();
             MlxArray qc = s.rope(heads(s, rows(s, q, row, c)), headDim, false, 1f, pos, ropePeriods);

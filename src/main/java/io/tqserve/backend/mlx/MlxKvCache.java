@@ -1,7 +1,6 @@
 package io.tqserve.backend.mlx;
 
 import io.tqserve.backend.AbstractSequenceKv;
-import io.tqserve.backend.DeviceKv;
 import io.tqserve.backend.mlx.ffm.Mlx;
 import io.tqserve.backend.mlx.ffm.MlxArray;
 import io.tqserve.backend.mlx.ffm.MlxDtype;
@@ -15,7 +14,7 @@ import java.lang.foreign.MemorySegment;
  * written in place with {@code slice_update} (the old buffer is donated to the update, so a step copies only
  * the new rows).
  */
-final class MlxKvCache extends AbstractSequenceKv implements DeviceKv {
+final class MlxKvCache extends AbstractSequenceKv implements MlxSequenceKv {
     /** Tokens added per growth. */
     static final int STEP = 256;
 
@@ -49,7 +48,8 @@ final class MlxKvCache extends AbstractSequenceKv implements DeviceKv {
         }
     }
 
-    MlxBackend backend() {
+    @Override
+    public MlxBackend backend() {
         return backend;
     }
 
@@ -64,7 +64,8 @@ final class MlxKvCache extends AbstractSequenceKv implements DeviceKv {
      * {@code dtype}. A fresh prefill attends over its own k, v (full precision); later steps over the stored
      * bf16 values. The caller evaluates {@link #arrays(int)} together with its outputs.
      */
-    MlxArray attention(MlxScope s, int layer, MlxArray q, MlxArray k, MlxArray v, int rows, MlxDtype dtype) {
+    @Override
+    public MlxArray attention(MlxScope s, int layer, MlxArray q, MlxArray k, MlxArray v, int rows, MlxDtype dtype) {
         beginPass(rows);
         int length = length();
         ensureCapacity(s, length + rows);
@@ -92,7 +93,8 @@ final class MlxKvCache extends AbstractSequenceKv implements DeviceKv {
     }
 
     /** The K and V arrays of a layer, to evaluate with the step's outputs. */
-    MlxArray[] arrays(int layer) {
+    @Override
+    public MlxArray[] arrays(int layer) {
         return new MlxArray[] {keys[layer], values[layer]};
     }
 
@@ -114,22 +116,7 @@ final class MlxKvCache extends AbstractSequenceKv implements DeviceKv {
 
     @Override
     public void attend(int layer, int rowOffset, int rows, float[] q, float[] k, float[] v, float[] out) {
-        int qDim = numHeads * headDim;
-        int kvDim = numKvHeads * headDim;
-        backend.lock.lock();
-        try (MlxScope s = mlx.newScope()) {
-            MlxArray qa = s.transpose(s.fromFloatsAt(q, rowOffset * qDim, rows * qDim, 1, rows, numHeads, headDim), 0, 2, 1, 3);
-            MlxArray ka = s.transpose(s.fromFloatsAt(k, rowOffset * kvDim, rows * kvDim, 1, rows, numKvHeads, headDim), 0, 2, 1, 3);
-            MlxArray va = s.transpose(s.fromFloatsAt(v, rowOffset * kvDim, rows * kvDim, 1, rows, numKvHeads, headDim), 0, 2, 1, 3);
-            MlxArray o = s.transpose(attention(s, layer, qa, ka, va, rows, MlxDtype.FLOAT32), 0, 2, 1, 3);
-            MlxArray[] all = allArrays();
-            MlxArray[] outs = java.util.Arrays.copyOf(all, all.length + 1);
-            outs[all.length] = o;
-            s.eval(outs);
-            s.copyFloats(o, out, rowOffset * qDim);
-        } finally {
-            backend.lock.unlock();
-        }
+        MlxSequenceKvs.attend(this, numHeads, numKvHeads, headDim, layer, rowOffset, rows, q, k, v, out, this::allArrays);
     }
 
     @Override

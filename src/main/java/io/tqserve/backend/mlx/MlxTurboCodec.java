@@ -20,8 +20,10 @@ import io.tqserve.backend.mlx.ffm.MlxScope;
  *
  * Inputs are (n, headDim) arrays of any float dtype; indices come back as int32, scales and zeros as fp16.
  *
- * <p>Nothing in the server uses it yet: it lives in the test sources, held to the golden vectors by
- * {@code MlxTurboCodecParityTest}, until an MLX-resident TurboQuant cache encodes on the device with it.
+ * <p>{@link MlxTurboKvCache} encodes on the device with it; {@code MlxTurboCodecParityTest} holds it to the golden
+ * vectors. It does not apply the Java codec's degenerate-input rules (a group constant at fp16 precision, fp16
+ * overflow: {@code docs/kv-format.md}); such groups, which real K/V rows do not produce, encode as the reference
+ * does.
  */
 public final class MlxTurboCodec {
     /** Elements per scale group. */
