@@ -141,9 +141,8 @@ final class StructuredOutput {
         }
         int needed = constraint.minTokens() + (gate >= 0 ? 1 : 0);
         if (needed > maxTokens) {
-            throw ApiException.invalid("max_completion_tokens", "max_tokens_too_small", "the " + param
-                    + " needs at least " + needed + " completion tokens to produce a complete valid output; "
-                    + "max_tokens is " + maxTokens);
+            throw ApiException.invalid("max_completion_tokens", "max_tokens_too_small", "a complete output valid for "
+                    + param + " needs at least " + needed + " completion tokens; max_tokens is " + maxTokens);
         }
         boolean keepSpecial = format != null && format.markerIsSpecial();
         return new Plan(new OutputRules(constraint, gate, keepSpecial), format, reasoning, openThink,
