@@ -25,6 +25,7 @@ import io.netty.channel.ChannelException;
 import io.netty.handler.timeout.ReadTimeoutException;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.netty.channel.AbortedException;
 import reactor.netty.http.server.HttpServerResponse;
 
 /**
@@ -38,6 +39,8 @@ import reactor.netty.http.server.HttpServerResponse;
 public final class OpenAiErrorHandler implements WebExceptionHandler {
     /** Most bytes of an unread request body read and dropped before an error answer (then the connection closes). */
     static final long MAX_DRAIN_BYTES = 256 * 1024;
+    /** The status recorded for a request whose client went away before it was answered (nginx's convention). */
+    static final int CLIENT_CLOSED_REQUEST = 499;
     private static final Logger log = LoggerFactory.getLogger(OpenAiErrorHandler.class);
 
     @Override
@@ -51,6 +54,14 @@ public final class OpenAiErrorHandler implements WebExceptionHandler {
             // "zz") and will close the connection: record that status, write nothing more.
             response.setStatusCode(HttpStatus.BAD_REQUEST);
             log.debug("request {} {} was answered by the HTTP decoder: {}", exchange.getRequest().getMethod(),
+                    exchange.getRequest().getPath(), ex.toString());
+            return Mono.empty();
+        }
+        if (clientClosed(ex)) {
+            // The client closed the connection (or half-closed it before the answer): nothing can be written and
+            // nothing failed on the server. Recorded as 499 (client closed request), not as a 5xx.
+            response.setStatusCode(HttpStatusCode.valueOf(CLIENT_CLOSED_REQUEST));
+            log.debug("request {} {}: the client closed the connection ({})", exchange.getRequest().getMethod(),
                     exchange.getRequest().getPath(), ex.toString());
             return Mono.empty();
         }
@@ -162,6 +173,16 @@ public final class OpenAiErrorHandler implements WebExceptionHandler {
     private static boolean hasCause(Throwable t, Class<? extends Throwable> type) {
         for (Throwable c = t; c != null; c = c.getCause() == c ? null : c.getCause()) {
             if (type.isInstance(c)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** True when {@code ex} (or a cause) says the connection was closed by the client: Reactor Netty's abort. */
+    static boolean clientClosed(Throwable ex) {
+        for (Throwable t = ex; t != null; t = t.getCause() == t ? null : t.getCause()) {
+            if (t instanceof AbortedException) {
                 return true;
             }
         }
