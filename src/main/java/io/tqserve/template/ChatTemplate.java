@@ -96,9 +96,9 @@ public final class ChatTemplate {
         Map<String, Object> context = new HashMap<>(globals.size() + options.specialTokens().size() + 8);
         context.putAll(globals);
         context.putAll(options.specialTokens());
-        extraKwargs.forEach((k, v) -> context.put(k, Py.fromJava(v)));
-        context.put("messages", Py.fromJava(messages));
-        context.put("tools", tools == null ? null : Py.fromJava(tools));
+        extraKwargs.forEach((k, v) -> context.put(k, PyValues.fromJava(v)));
+        context.put("messages", PyValues.fromJava(messages));
+        context.put("tools", tools == null ? null : PyValues.fromJava(tools));
         context.put("documents", null);
         context.put("add_generation_prompt", addGenerationPrompt);
         StringBuilder out = new StringBuilder(256 + 64 * messages.size());
