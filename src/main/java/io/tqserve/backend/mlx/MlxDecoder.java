@@ -46,6 +46,7 @@ final class MlxDecoder implements DeviceDecoder {
     private final Layer[] layers;
     private final List<io.tqserve.backend.Matrix> registered;
     private final float attnScale;
+    private final String weightsDescription;
 
     private MlxDecoder(MlxBackend backend, DecoderSpec spec, MlxStore store, MlxDtype dtype, MlxLinear embedding,
             MlxLinear lmHead, MlxArray finalNorm, MlxArray ropePeriods, Layer[] layers,
@@ -62,6 +63,27 @@ final class MlxDecoder implements DeviceDecoder {
         this.layers = layers;
         this.registered = registered;
         this.attnScale = (float) (1.0 / Math.sqrt(spec.headDim()));
+        List<MlxLinear> all = new ArrayList<>(List.of(embedding));
+        if (lmHead != embedding) {
+            all.add(lmHead);
+        }
+        for (Layer l : layers) {
+            all.addAll(List.of(l.wq(), l.wk(), l.wv(), l.wo(), l.wGate(), l.wUp(), l.wDown()));
+        }
+        this.weightsDescription = describeWeights(dtype, all);
+    }
+
+    /** "bfloat16 weights and activations", or for quantized weights their widths and how many layers use them. */
+    private static String describeWeights(MlxDtype dtype, List<MlxLinear> all) {
+        String d = dtype.name().toLowerCase(java.util.Locale.ROOT);
+        List<MlxLinear> q = all.stream().filter(MlxLinear::quantized).toList();
+        if (q.isEmpty()) {
+            return d + " weights and activations";
+        }
+        String widths = q.stream().map(l -> l.bits() + "-bit group " + l.groupSize()).distinct().sorted()
+                .collect(java.util.stream.Collectors.joining(", "));
+        return "group-affine quantized weights (" + widths + "; " + q.size() + " of " + all.size()
+                + " linear layers and embeddings), " + d + " activations";
     }
 
     /** Loads (and, for {@code float32}, converts) the weights, evaluated before returning. */
@@ -123,8 +145,7 @@ final class MlxDecoder implements DeviceDecoder {
 
     @Override
     public String describe() {
-        return "MLX decoder on " + mlx.device() + ", " + dtype.name().toLowerCase(java.util.Locale.ROOT)
-                + " weights and activations";
+        return "MLX decoder on " + mlx.device() + ", " + weightsDescription;
     }
 
     @Override
