@@ -262,6 +262,8 @@ class MlxQuantizedModelTest {
             ForwardState sb = new ForwardState(b.config());
             float[] la = a.transformer().forward(sa, List.of(Transformer.Chunk.of(ca, TOKENS)));
             float[] lb = b.transformer().forward(sb, List.of(Transformer.Chunk.of(cb, TOKENS)));
+            float prefill = QuantizedModels.maxAbsDiff(la, lb, vocab); // attends over its own K/V, before quantizing
+            assertThat(prefill).isLessThanOrEqualTo(1e-3f);
             for (int i = 0; i < 8; i++) {
                 worst = Math.max(worst, QuantizedModels.maxAbsDiff(la, lb, vocab));
                 int next = argmax(la, vocab);
@@ -272,10 +274,11 @@ class MlxQuantizedModelTest {
         }
         System.out.printf("4-bit, turbo:k8v3 on the device (float32): max |MLX - CPU| over 8 decode steps = %.3g%n",
                 worst);
-        // measured 2.1e-3: each backend quantizes the K/V rows its own forward wrote, and those differ by ~1e-5, so a
-        // 3-bit value code sitting on a rounding boundary can round the other way (one step of that value's scale);
-        // the greedy tokens above are the exact check
-        assertThat(worst).isLessThanOrEqualTo(1e-2f);
+        // measured 2.1e-3. Each backend quantizes the K/V rows its own forward wrote, and those differ by ~1e-5, so
+        // a code or an fp16 scale sitting on a rounding boundary can round the other way and move later logits by
+        // a step of that code: the dense model shows the same (turbo:k8v8, 8 steps: 1.05e-2). The prefill and the
+        // greedy tokens are the exact checks; the bound catches a wrong op, which moves logits by whole units.
+        assertThat(worst).isLessThanOrEqualTo(5e-2f);
     }
 
     static float[] lastLogits(Transformer t, ComputeBackend on) {
