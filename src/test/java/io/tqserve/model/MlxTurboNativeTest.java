@@ -6,6 +6,7 @@ import io.tqserve.backend.cpu.CpuBackend;
 import io.tqserve.backend.mlx.MlxBackend;
 import io.tqserve.backend.mlx.MlxOptions;
 import io.tqserve.backend.mlx.MlxTestLibrary;
+import io.tqserve.cli.KvCurve;
 import io.tqserve.kv.Bf16Codec;
 import io.tqserve.kv.KvCache;
 import io.tqserve.kv.KvCacheFactory;
@@ -170,12 +171,12 @@ class MlxTurboNativeTest {
 
         void add(float[][] reference, float[][] other) {
             for (int i = 1; i < reference.length; i++) { // 0 is the prefill's, the same attention in every mode
-                double[] p = logSoftmax(reference[i]);
-                double[] q = logSoftmax(other[i]);
+                double[] p = KvCurve.logSoftmax(reference[i]);
+                double[] q = KvCurve.logSoftmax(other[i]);
                 for (int v = 0; v < p.length; v++) {
                     kl += Math.exp(p[v]) * (p[v] - q[v]);
                 }
-                agree += argmax(p) == argmax(q) ? 1 : 0;
+                agree += KvCurve.argmax(p) == KvCurve.argmax(q) ? 1 : 0;
                 count++;
             }
         }
@@ -186,31 +187,6 @@ class MlxTurboNativeTest {
 
         double top1() {
             return (double) agree / count;
-        }
-
-        static double[] logSoftmax(float[] logits) {
-            double max = Double.NEGATIVE_INFINITY;
-            for (float l : logits) {
-                max = Math.max(max, l);
-            }
-            double sum = 0;
-            for (float l : logits) {
-                sum += Math.exp(l - max);
-            }
-            double lse = max + Math.log(sum);
-            double[] out = new double[logits.length];
-            for (int i = 0; i < out.length; i++) {
-                out[i] = logits[i] - lse;
-            }
-            return out;
-        }
-
-        static int argmax(double[] x) {
-            int best = 0;
-            for (int i = 1; i < x.length; i++) {
-                best = x[i] > x[best] ? i : best;
-            }
-            return best;
         }
     }
 
