@@ -230,8 +230,10 @@ final class MlxDecoder implements DeviceDecoder {
         int headDim = spec.headDim();
         MlxArray h = norm(s, x, w.attnNorm());
         MlxArray q = s.reshape(project(s, h, w.wq(), w.bq()), n, spec.numHeads(), headDim);
-        MlxArray k = s.reshape(project(s, h, w.wk(), w.bk()), n, spec.numKvHeads(), headDim);
-        MlxArray v = s.reshape(project(s, h, w.wv(), w.bv()), n, spec.numKvHeads(), headDim);
+        // K/V that a TurboQuant cache encodes are projected in float32 in every mode (see encodesKv)
+        MlxArray hkv = dtype != MlxDtype.FLOAT32 && encodesKv(chunks) ? s.rmsNorm(x, w.attnNorm(), eps) : h;
+        MlxArray k = s.reshape(project(s, hkv, w.wk(), w.bk()), n, spec.numKvHeads(), headDim);
+        MlxArray v = s.reshape(project(s, hkv, w.wv(), w.bv()), n, spec.numKvHeads(), headDim);
         if (w.qNorm() != null) {
             q = s.rmsNorm(q, w.qNorm(), eps);
             k = s.rmsNorm(k, w.kNorm(), eps);
@@ -257,6 +259,23 @@ final class MlxDecoder implements DeviceDecoder {
         MlxArray up = w.wUp().apply(s, h);
         MlxArray act = s.multiply(s.multiply(gate, s.sigmoid(gate)), up); // SwiGLU: silu(gate) · up
         return s.add(x, w.wDown().apply(s, act));
+    }
+
+    /**
+     * Whether the step's K/V rows go to TurboQuant caches. Those are projected from the float32 normed residual
+     * (the weights widen exactly), so the codec quantizes the float32 projection, as on the CPU backend and in
+     * {@code float32} mode: rounding K/V to bf16 first moves values across the quantizer's decision boundaries (one
+     * 8-bit key code in seven by a step, ~0.3 % of the 3-bit value codes on the reference prompts), which roughly
+     * doubles {@code turbo:k8v3}'s error against float32 and changes greedy continuations. Only the two K/V
+     * projections pay it (a few percent of a GQA model's weight reads); the bf16 lane's caches store bf16 anyway.
+     */
+    private static boolean encodesKv(List<DeviceChunk> chunks) {
+        for (DeviceChunk ch : chunks) {
+            if (ch.kv() instanceof MlxTurboKvCache) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**
