@@ -39,7 +39,7 @@ final class MlxDecoder implements DeviceDecoder {
     private final DecoderSpec spec;
     private final MlxStore store;
     private final MlxDtype dtype;
-    private final MlxArray embedding;  // (vocabSize, dim)
+    private final MlxArray embedding;  // (vocabSize, dim), or null: the rows are lmHead's columns (tied, contiguous)
     private final MlxArray lmHead;     // (dim, vocabSize), transposed
     private final MlxArray finalNorm;  // (dim)
     private final MlxArray ropePeriods; // (headDim/2) float32, 1 / inverse frequency
@@ -83,15 +83,22 @@ final class MlxDecoder implements DeviceDecoder {
             MlxDtype dtype = backend.computeDtype(ld.raw("model.embed_tokens.weight").dtype());
             ld.dtype = dtype;
             int dim = spec.dim();
-            MlxArray embedding = ld.matrix("model.embed_tokens.weight", spec.vocabSize(), dim, false);
             boolean tied = spec.tiedEmbeddings() || !ld.has("lm_head.weight");
+            MlxArray embedding;
             MlxArray lmHead;
-            if (tied) {
-                lmHead = store.keep(s.transpose(embedding, 1, 0));
-                ld.register("model.embed_tokens.weight", lmHead);
-                ld.kept.add(lmHead);
+            if (tied && ld.contiguousTranspose("model.embed_tokens.weight")) {
+                // one copy, laid out for the LM head; the embedding lookup gathers its columns
+                embedding = null;
+                lmHead = ld.matrix("model.embed_tokens.weight", spec.vocabSize(), dim, true);
             } else {
-                lmHead = ld.matrix("lm_head.weight", spec.vocabSize(), dim, true);
+                embedding = ld.matrix("model.embed_tokens.weight", spec.vocabSize(), dim, false);
+                if (tied) {
+                    lmHead = store.keep(s.transpose(embedding, 1, 0));
+                    ld.register("model.embed_tokens.weight", lmHead);
+                    ld.kept.add(lmHead);
+                } else {
+                    lmHead = ld.matrix("lm_head.weight", spec.vocabSize(), dim, true);
+                }
             }
             MlxArray finalNorm = ld.vector("model.norm.weight", dim);
             float[] periods = new float[spec.headDim() / 2];
@@ -175,7 +182,8 @@ final class MlxDecoder implements DeviceDecoder {
                         : s.fromInts(ch.tokens(), ch.from(), ch.count(), ch.count());
             }
             MlxArray ids = inputs.length == 1 ? inputs[0] : s.concatenate(0, inputs);
-            MlxArray x = s.astype(s.take(embedding, ids, 0), MlxDtype.FLOAT32); // (N, dim) residual stream, float32
+            MlxArray e = embedding != null ? s.take(embedding, ids, 0) : s.transpose(s.take(lmHead, ids, 1), 1, 0);
+            MlxArray x = s.astype(e, MlxDtype.FLOAT32); // (N, dim) residual stream, float32
             for (int l = 0; l < layers.length; l++) {
                 x = layer(s, l, x, chunks, outputs);
             }
