@@ -44,7 +44,7 @@ import reactor.core.publisher.Flux;
  *       loss percentage. Both ask for the sampled token's logprob, so that every token has its SSE frame: a
  *       token whose text is empty or held back (a special token, part of a UTF-8 character, a possible stop
  *       string) sends no frame otherwise, and a stream of them (the random synthetic model's greedy output is
- *       mostly special tokens) would leave nothing to time.</li>
+ *       mostly tokens with empty text) would leave nothing to time.</li>
  * </ol>
  * Decode rates count only the window in which every stream of a run is decoding (after the last first token,
  * before the first last token), so prefill and the ramp are left out. Streams use {@code ignore_eos} so every run
