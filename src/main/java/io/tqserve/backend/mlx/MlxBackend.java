@@ -79,6 +79,11 @@ public final class MlxBackend implements ComputeBackend {
         return options.dtype() == MlxOptions.Dtype.FLOAT32 ? MlxDtype.FLOAT32 : stored;
     }
 
+    /** Whether MLX computes on its CPU device (no Metal): matmuls there run through BLAS or MLX's own loops. */
+    boolean cpuDevice() {
+        return mlx.device().startsWith("Device(cpu");
+    }
+
     /**
      * The memory the device should hold at most: Metal's recommended working set when the device reports one,
      * else MLX's memory limit (on the CPU device 80 % of the machine's memory).

@@ -10,7 +10,9 @@ import io.tqserve.backend.mlx.ffm.MlxOps;
  *
  * <ul>
  *   <li>dense: {@code weight} (out, in) as stored, and {@code transposed} (in, out), a view kept so that
- *       y = x · w is a plain matmul (null where the layer is only looked up, e.g. an untied embedding);</li>
+ *       y = x · w is a plain matmul (null where the layer is only looked up, e.g. an untied embedding); or, for
+ *       float32 on MLX's CPU device ({@link MlxWeights}), {@code transposed} a row-contiguous copy and
+ *       {@code weight} null, a lookup then taking that copy's columns;</li>
  *   <li>group-affine quantized: {@code weight} the packed uint32 words (out, in·bits/32), {@code scales} and
  *       {@code biases} (out, in/groupSize) in the checkpoint's dtype, nothing dequantized: y = x · wᵀ runs as
  *       MLX's {@code quantized_matmul} with {@code transpose = true}, and a lookup takes the rows of the words,
@@ -23,7 +25,7 @@ record MlxLinear(MlxArray weight, MlxArray transposed, MlxArray scales, MlxArray
         MlxDtype dtype) {
 
     static MlxLinear dense(MlxArray weight, MlxArray transposed) {
-        return new MlxLinear(weight, transposed, null, null, 0, 0, weight.dtype());
+        return new MlxLinear(weight, transposed, null, null, 0, 0, (weight != null ? weight : transposed).dtype());
     }
 
     static MlxLinear quantized(MlxArray words, MlxArray scales, MlxArray biases, int groupSize, int bits,
@@ -52,6 +54,9 @@ record MlxLinear(MlxArray weight, MlxArray transposed, MlxArray scales, MlxArray
      * scales and biases is exact) or else in the scales' dtype, as mlx-lm's QuantizedEmbedding.
      */
     MlxArray rows(MlxOps s, MlxArray ids, boolean float32) {
+        if (weight == null) {
+            return s.transpose(s.take(transposed, ids, 1), 1, 0);
+        }
         MlxArray w = s.take(weight, ids, 0);
         if (!quantized()) {
             return w;

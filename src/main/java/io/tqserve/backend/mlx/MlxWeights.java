@@ -17,6 +17,13 @@ import java.util.Map;
  * arrays MLX loaded are the only copy), and keeps them in the decoder's store. Dense matrices that multiply
  * inputs get a transposed view (in, out), so y = x · w; a transpose is a view in MLX, not a copy. Quantized
  * matrices are kept as their three stored arrays ({@link MlxLinear}), never dequantized as a whole.
+ *
+ * <p>One exception: dense weights converted to float32 on MLX's CPU device become a row-contiguous (in, out) copy
+ * only (the conversion makes a new buffer anyway; a tied embedding is then looked up in that copy's columns).
+ * There MLX hands matmuls to BLAS {@code sgemm}, and with a transposed B OpenBLAS's packing of the weight costs
+ * 1.4–1.6× the CPU time of an untransposed one for the few activation rows of a decode step (measured through
+ * these bindings, one BLAS thread: 2048×32000, 1 to 8 rows, 63 vs 39 ms of CPU per product). The Metal path
+ * keeps the views its GEMV kernels are written for.
  */
 final class MlxWeights {
     private final MlxScope s;
@@ -69,6 +76,8 @@ final class MlxWeights {
         MlxLinear lin;
         if (m != null && m.quantized()) {
             lin = quantized(name, rows, cols, m.quant().bits(), m.quant().groupSize());
+        } else if (applied && contiguousTranspose(name)) {
+            lin = MlxLinear.dense(null, contiguousTransposed(checked(name, rows, cols)));
         } else {
             MlxArray a = checked(name, rows, cols);
             MlxArray c = store.keep(a.dtype() == dtype ? a : s.astype(a, dtype));
@@ -84,6 +93,24 @@ final class MlxWeights {
             register(name, lin);
         }
         return lin;
+    }
+
+    /** Whether {@link #linear} keeps dense weight {@code name} as a row-contiguous transposed copy only. */
+    private boolean contiguousTranspose(String name) {
+        return dtype == MlxDtype.FLOAT32 && raw(name).dtype() != dtype && backend.cpuDevice();
+    }
+
+    /** (in, out) row-contiguous in the compute dtype, evaluated now so the conversion it is copied from is freed. */
+    private MlxArray contiguousTransposed(MlxArray a) {
+        MlxArray c = s.astype(a, dtype);
+        MlxArray view = s.transpose(c, 1, 0);
+        MlxArray t = s.contiguous(view);
+        s.eval(t);
+        view.close();
+        c.close();
+        MlxArray k = store.keep(t);
+        kept.add(k);
+        return k;
     }
 
     private MlxLinear quantized(String name, int rows, int cols, int bits, int groupSize) {
