@@ -33,7 +33,7 @@ import org.openjdk.jmh.annotations.Warmup;
  *
  * <pre>
  * ./mvnw -Pjmh -DskipTests package
- * $JAVA_HOME/bin/java --add-modules jdk.incubator.vector -cp target/benchmarks.jar \
+ * $JAVA_HOME/bin/java --add-modules jdk.incubator.vector -cp target/benchmarks.jar org.openjdk.jmh.Main \
  *     io.tqserve.backend.cpu.MatmulBenchmark -f 1 -wi 3 -i 5 -w 1s -r 1s
  * </pre>
  */
