@@ -12,13 +12,17 @@ import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
-/** The startup check of weights + the batched lane's KV budget against MLX device memory (plain arithmetic). */
+/** The startup check of weights + the device-resident lanes' KV budgets against MLX device memory (plain arithmetic). */
 class MlxMemoryCheckTest {
     static final KvLayout BF16 = KvLayout.of(KvScheme.BF16, 6, 2, 128); // 6,144 B per token
+    static final KvScheme K8V3 = KvScheme.parse("turbo:k8v3");
+    static final KvLayout TURBO = KvLayout.of(K8V3, 6, 2, 128); // 2,400 B per token
+    static final KvScheme INT8 = KvScheme.parse("int8");
 
+    /** The batched lane, and a turbo lane on int8, whose caches stay in Java memory on MLX (not counted here). */
     static List<LanePlan> batched(long budget) {
-        return List.of(new LanePlan(Lane.Kind.BATCHED, KvScheme.BF16, BF16, budget),
-                new LanePlan(Lane.Kind.TURBO, KvScheme.BF16, BF16, 1L << 40)); // the turbo lane's caches stay in Java
+        return List.of(new LanePlan(Lane.Kind.TURBO, INT8, KvLayout.of(INT8, 6, 2, 128), 1L << 40),
+                new LanePlan(Lane.Kind.BATCHED, KvScheme.BF16, BF16, budget));
     }
 
     @Test
@@ -32,10 +36,28 @@ class MlxMemoryCheckTest {
     void aBudgetThatDoesNotFitNamesTheSettings() {
         assertThat(MlxMemoryCheck.check(1L << 30, MlxOptions.Dtype.FLOAT32, batched(8L << 30), 8, 4L << 30,
                 "the device's recommended working set")).hasValue("the model's weights (1024 MB as float32) and "
-                + "tqserve.lanes.batched.kv-budget (8192 MB, plus up to 12 MB of cache growth for 8 sequences) need "
+                + "tqserve.lanes.batched.kv-budget (8192 MB), plus up to 12 MB of cache growth for 8 sequences, need "
                 + "9228 MB of MLX device memory, but the device's recommended working set is 4096 MB: lower "
                 + "tqserve.lanes.batched.kv-budget or tqserve.lanes.batched.max-batch, set "
                 + "tqserve.backend.mlx.dtype=native, or serve a smaller model");
+    }
+
+    /**
+     * The turbo lane's TurboQuant caches are device arrays on MLX: its budget and one sequence's growth (256 tokens
+     * at 2,400 B) count beside the batched lane's, to the byte.
+     */
+    @Test
+    void theTurboLanesDeviceBudgetCountsBesideTheBatchedLanes() {
+        List<LanePlan> plans = List.of(new LanePlan(Lane.Kind.TURBO, K8V3, TURBO, 1L << 30),
+                new LanePlan(Lane.Kind.BATCHED, KvScheme.BF16, BF16, 512L << 20));
+        long need = (100L << 20) + (1L << 30) + (512L << 20) + 256L * 2400 + 8L * 256 * 6144;
+        assertThat(MlxMemoryCheck.check(100 << 20, MlxOptions.Dtype.NATIVE, plans, 8, need, "x")).isEmpty();
+        assertThat(MlxMemoryCheck.check(100 << 20, MlxOptions.Dtype.NATIVE, plans, 8, need - 1,
+                "MLX's memory limit on Device(cpu, 0)")).hasValue("the model's weights (100 MB as native) and "
+                + "tqserve.lanes.turbo.kv-budget (1024 MB) and tqserve.lanes.batched.kv-budget (512 MB), plus up to "
+                + "12 MB of cache growth for 9 sequences, need 1648 MB of MLX device memory, but MLX's memory limit on "
+                + "Device(cpu, 0) is 1648 MB: lower tqserve.lanes.turbo.kv-budget, tqserve.lanes.batched.kv-budget or "
+                + "tqserve.lanes.batched.max-batch, or serve a smaller model");
     }
 
     @Test
