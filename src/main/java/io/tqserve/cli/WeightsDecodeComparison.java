@@ -55,7 +55,7 @@ final class WeightsDecodeComparison {
                 Safetensors st = Safetensors.open(src);
                 ModelWeights w = ModelWeights.load(st, c, QuantizationConfig.load(src));
                 Path s = src;
-                arms.add(new Arm(bits == 0 ? "bf16" : "q" + bits, st,
+                arms.add(new Arm(bits == 0 ? denseName(c) : "q" + bits, st,
                         new Transformer(c, w, backend, st.headers().keySet().stream().map(s::resolve).toList()),
                         DecodeBenchmark.weightBytesPerToken(w)));
             }
@@ -101,6 +101,16 @@ final class WeightsDecodeComparison {
                 DecodeBenchmark.deleteTree(t);
             }
         }
+    }
+
+    /** The dense arm's name: its declared dtype. */
+    private static String denseName(ModelConfig c) {
+        return switch (c.dtype() == null ? "" : c.dtype()) {
+            case "bfloat16" -> "bf16";
+            case "float16" -> "f16";
+            case "float32" -> "f32";
+            default -> "dense";
+        };
     }
 
     /** Prefills the prompt into a fresh bf16 cache (not timed), then decodes; returns the decode nanoseconds. */
