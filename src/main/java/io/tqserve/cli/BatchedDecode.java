@@ -18,7 +18,10 @@ import java.util.Map;
 /**
  * The decode steps of 1, 2, 4 and 8 sequences run together through the transformer as the batched lane runs them
  * (one forward pass per step; on a device decoder each step samples greedily on the device): aggregate tok/s as a
- * ratio to one sequence, and per step the device's evaluations and the bytes copied from the device to Java.
+ * ratio to one sequence, and per step the device's evaluations, the bytes copied from the device to Java and the
+ * process's CPU time (every thread, native ones included: MLX's CPU device runs a step on its own threads and
+ * BLAS's, which a thread count of the JVM does not see). CPU time per step is what a step costs whatever else runs
+ * on the machine; wall-clock tok/s depends on it.
  */
 final class BatchedDecode {
     private BatchedDecode() {
@@ -28,22 +31,29 @@ final class BatchedDecode {
         ModelConfig c = t.config();
         out.println("  decode steps of 1/2/4/8 sequences together (greedy; per step: device evaluations, bytes "
                 + "device->Java):");
-        out.println("  seqs   tok/s   vs 1 seq   evals/step   bytes->Java/step");
+        out.println("  seqs   tok/s   vs 1 seq   evals/step   bytes->Java/step   CPU ms/step   tok per CPU-s   vs 1 seq");
         double one = 0;
+        double oneCpu = 0;
         for (int n : new int[] {1, 2, 4, 8}) {
             double[] best = null;
             for (int round = 0; round < 2; round++) { // round 0 warms up
                 double[] r = once(t, backend, c, prompt, decodeTokens, n);
                 best = best == null || r[0] > best[0] ? r : best;
             }
+            double perCpu = n / (best[3] / 1e3);
             if (n == 1) {
                 one = best[0];
+                oneCpu = perCpu;
             }
-            out.printf("  %4d  %7.1f   %6.2fx   %10.2f   %16.1f%n", n, best[0], best[0] / one, best[1], best[2]);
+            out.printf("  %4d  %7.1f   %6.2fx   %10.2f   %16.1f   %11.1f   %13.1f   %6.2fx%n", n, best[0],
+                    best[0] / one, best[1], best[2], best[3], perCpu, perCpu / oneCpu);
         }
     }
 
-    /** {tok/s, evaluations per step, bytes to Java per step} of {@code n} sequences decoding together. */
+    /**
+     * {tok/s, evaluations per step, bytes to Java per step, process CPU ms per step} of {@code n} sequences decoding
+     * together.
+     */
     private static double[] once(Transformer t, ComputeBackend backend, ModelConfig c, int[] prompt, int decodeTokens,
             int n) {
         List<KvCache> caches = new ArrayList<>();
@@ -63,6 +73,7 @@ final class BatchedDecode {
                 }
             }
             DeviceStats before = backend.deviceStats();
+            long cpu0 = processCpuNanos();
             long t0 = System.nanoTime();
             for (int step = 0; step < decodeTokens; step++) {
                 List<Transformer.Chunk> chunks = new ArrayList<>(n);
@@ -77,13 +88,21 @@ final class BatchedDecode {
                 }
             }
             long t1 = System.nanoTime();
+            long cpu = processCpuNanos() - cpu0;
             DeviceStats d = backend.deviceStats().since(before);
             return new double[] {(double) n * decodeTokens / ((t1 - t0) / 1e9),
-                (double) d.evaluations() / decodeTokens, (double) d.bytesToJava() / decodeTokens};
+                (double) d.evaluations() / decodeTokens, (double) d.bytesToJava() / decodeTokens,
+                cpu / 1e6 / decodeTokens};
         } finally {
             samplers.forEach(DeviceSampler::close);
             caches.forEach(KvCache::close);
         }
+    }
+
+    /** CPU time of the whole process so far (all threads, native ones included), or 0 if the JVM cannot tell. */
+    static long processCpuNanos() {
+        return java.lang.management.ManagementFactory.getOperatingSystemMXBean()
+                instanceof com.sun.management.OperatingSystemMXBean os ? Math.max(0, os.getProcessCpuTime()) : 0;
     }
 
     static int argmax(float[] x, int off, int n) {

@@ -41,14 +41,18 @@ import reactor.core.publisher.Flux;
  *       lane directly), as a ratio to one stream, with the device evaluations and the bytes copied from the device
  *       to Java per lane step (zero on the CPU backend);</li>
  *   <li>one stream's decode tok/s read over HTTP (SSE, loopback) against the same lane driven directly, as a
- *       loss percentage.</li>
+ *       loss percentage. Both ask for the sampled token's logprob, so that every token has its SSE frame: a
+ *       token whose text is empty or held back (a special token, part of a UTF-8 character, a possible stop
+ *       string) sends no frame otherwise, and a stream of them (the random synthetic model's greedy output is
+ *       mostly tokens with empty text) would leave nothing to time.</li>
  * </ol>
  * Decode rates count only the window in which every stream of a run is decoding (after the last first token,
  * before the first last token), so prefill and the ramp are left out. Streams use {@code ignore_eos} so every run
  * generates exactly N tokens. Because wall-clock rates on a shared machine depend on what else runs, the CPU time
  * of the engine's threads (lane + kernel pool) and of the HTTP path's threads is reported too: tokens per engine
  * CPU-second show what batching saves independent of contention, and the HTTP path's CPU per token is what a
- * stream costs on top of the engine.
+ * stream costs on top of the engine. On a device backend the step runs on native threads (MLX's, BLAS's) that
+ * the JVM's thread accounting does not see, so tokens per CPU-second of the whole process are reported as well.
  */
 final class ServeBenchmark {
     static final String[] PROMPTS = {
@@ -100,16 +104,20 @@ final class ServeBenchmark {
                     + model.transformer().backend().describe() + ", " + tokens + " tokens per stream, best of "
                     + rounds + " rounds");
             // Warm-up: JIT-compile the step loop, the kernels at every batch size, and the HTTP path.
+            double rate8 = 0;
             for (int c : new int[] {8, 4, 2, 1}) {
-                streams(lane, model, c, Math.min(48, tokens));
+                double r = streams(lane, model, c, Math.min(48, tokens), NO_LOGPROBS);
+                rate8 = c == 8 ? r : rate8;
             }
-            // The HTTP path runs once per token: give the JIT ~8000 of them (8 concurrent streams, twice).
+            // The HTTP path runs once per token: give the JIT ~8000 of them (8 concurrent streams, twice), or what
+            // the engine makes in ~20 s when it is slow (then a step costs far more than the HTTP path's work).
+            int warmTokens = (int) Math.min(Math.min(512, 4 * tokens), Math.max(tokens, rate8 * 20 / 8));
             for (int i = 0; i < 2; i++) {
                 List<Thread> warm = new ArrayList<>();
                 for (int c = 0; c < 8; c++) {
                     warm.add(Thread.ofPlatform().start(() -> {
                         try {
-                            overHttp(port, Math.min(512, 4 * tokens)); // fewer on a slow engine
+                            overHttp(port, warmTokens);
                         } catch (Exception e) {
                             throw new IllegalStateException(e);
                         }
@@ -122,40 +130,48 @@ final class ServeBenchmark {
 
             System.out.println();
             System.out.println("batched lane, aggregate decode tok/s (lane driven directly):");
-            System.out.println("streams  tok/s    vs 1 stream   tok per engine CPU-s   vs 1 stream   device "
-                    + "evals/step   bytes device->Java/step");
+            System.out.println("streams  tok/s    vs 1 stream   tok per engine CPU-s   vs 1 stream   tok per process "
+                    + "CPU-s   vs 1 stream   device evals/step   bytes device->Java/step");
             double one = 0;
             double oneCpu = 0;
+            double oneProcess = 0;
             ComputeBackend backend = model.transformer().backend();
             for (int c : new int[] {1, 2, 4, 8}) {
                 double best = 0;
                 long cpuNanos = 0;
+                long processNanos = 0;
                 DeviceStats before = backend.deviceStats();
                 long stepsBefore = lane instanceof BatchedBf16Lane b ? b.steps() : 0;
                 for (int r = 0; r < rounds; r++) {
                     long cpuBefore = cpuByRole()[0];
-                    best = Math.max(best, streams(lane, model, c, tokens));
+                    long processBefore = BatchedDecode.processCpuNanos();
+                    best = Math.max(best, streams(lane, model, c, tokens, NO_LOGPROBS));
+                    processNanos += BatchedDecode.processCpuNanos() - processBefore;
                     cpuNanos += cpuByRole()[0] - cpuBefore;
                 }
                 DeviceStats d = backend.deviceStats().since(before);
                 long steps = Math.max(1, (lane instanceof BatchedBf16Lane b ? b.steps() : 0) - stepsBefore);
                 double perCpu = (double) rounds * c * tokens / (cpuNanos / 1e9);
+                double perProcess = (double) rounds * c * tokens / (processNanos / 1e9);
                 if (c == 1) {
                     one = best;
                     oneCpu = perCpu;
+                    oneProcess = perProcess;
                 }
-                System.out.printf("%7d  %7.1f  %6.2fx        %10.1f           %6.2fx        %8.2f            %8.1f%n",
-                        c, best, best / one, perCpu, perCpu / oneCpu, (double) d.evaluations() / steps,
+                System.out.printf("%7d  %7.1f  %6.2fx        %10.1f           %6.2fx        %10.1f            %6.2fx"
+                        + "        %8.2f            %8.1f%n", c, best, best / one, perCpu, perCpu / oneCpu,
+                        perProcess, perProcess / oneProcess, (double) d.evaluations() / steps,
                         (double) d.bytesToJava() / steps);
             }
 
             System.out.println();
-            System.out.println("one stream, decode tok/s: HTTP (SSE over loopback) vs the lane alone:");
+            System.out.println("one stream, decode tok/s: HTTP (SSE over loopback) vs the lane alone (both with the "
+                    + "token's logprob, so every token has a frame):");
             double engine = 0;
             double http = 0;
             long[] cpu = new long[3];
             for (int r = 0; r < rounds; r++) {
-                engine = Math.max(engine, streams(lane, model, 1, tokens));
+                engine = Math.max(engine, streams(lane, model, 1, tokens, 0));
                 long[] before = cpuByRole();
                 http = Math.max(http, overHttp(port, tokens));
                 long[] after = cpuByRole();
@@ -199,9 +215,15 @@ final class ServeBenchmark {
         return out;
     }
 
-    /** Runs {@code c} greedy streams at once; returns the aggregate tok/s while all of them decode. */
-    static double streams(Lane lane, Model model, int c, int tokens) {
-        SamplingParams p = new SamplingParams(0f, 0, 1f, 0f, null, 1f, 0f, 0f, Map.of(), tokens, List.of(), true, -1);
+    private static final int NO_LOGPROBS = -1;
+
+    /**
+     * Runs {@code c} greedy streams at once ({@code topLogprobs}: -1 none, 0 the sampled token's); returns the
+     * aggregate tok/s while all of them decode.
+     */
+    static double streams(Lane lane, Model model, int c, int tokens, int topLogprobs) {
+        SamplingParams p = new SamplingParams(0f, 0, 1f, 0f, null, 1f, 0f, 0f, Map.of(), tokens, List.of(), true,
+                topLogprobs);
         List<Flux<long[]>> runs = new ArrayList<>();
         for (int i = 0; i < c; i++) {
             GenerationRequest req = new GenerationRequest(model.tokenizer().encode(PROMPTS[i % PROMPTS.length]), p);
@@ -220,6 +242,11 @@ final class ServeBenchmark {
 
     /** Tokens per second inside [last first token, first last token] over all streams. */
     static double windowRate(List<long[]> times) {
+        for (long[] t : times) {
+            if (t.length < 2) {
+                throw new IllegalStateException("a stream produced " + t.length + " timed tokens: nothing to time");
+            }
+        }
         long from = times.stream().mapToLong(t -> t[0]).max().orElseThrow();
         long to = times.stream().mapToLong(t -> t[t.length - 1]).min().orElseThrow();
         long count = 0;
@@ -232,10 +259,11 @@ final class ServeBenchmark {
     /**
      * One streamed completion over HTTP/1.1 on a plain socket (the JDK HttpClient hands a streamed body over in
      * bursts, which would distort the timing); tok/s between the first and the last content frame as they arrive.
+     * The request asks for the sampled token's logprob, which gives every token a frame of its own.
      */
     static double overHttp(int port, int tokens) throws Exception {
         String body = "{\"prompt\":\"" + PROMPTS[0] + "\",\"max_tokens\":" + tokens
-                + ",\"temperature\":0,\"ignore_eos\":true,\"stream\":true,\"tqserve_lane\":\"batched\"}";
+                + ",\"temperature\":0,\"ignore_eos\":true,\"logprobs\":0,\"stream\":true,\"tqserve_lane\":\"batched\"}";
         byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
         List<Long> times = new ArrayList<>();
         try (Socket socket = new Socket("127.0.0.1", port)) {

@@ -1,19 +1,19 @@
 package io.tqserve.config;
 
+import io.tqserve.backend.DType;
 import io.tqserve.backend.mlx.MlxBackend;
 import io.tqserve.backend.mlx.MlxOptions;
 import io.tqserve.backend.mlx.ffm.Mlx;
 import io.tqserve.engine.Lane;
 import io.tqserve.kv.KvScheme;
-import io.tqserve.model.ModelConfig;
+import io.tqserve.model.Safetensors;
 import io.tqserve.routing.LanePlan;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
-import java.util.stream.Stream;
 
 /**
  * Whether the model's weights and the KV budgets of the lanes whose caches live on the device fit the MLX device.
@@ -87,30 +87,45 @@ final class MlxMemoryCheck {
     }
 
     /**
-     * Bytes the weights take on the device: the safetensors files' sizes (headers are a few KB), doubled when
-     * {@code float32} widens a 16-bit checkpoint.
+     * Bytes the weights take on the device: every tensor's bytes as stored (the packed codes, scales and biases of
+     * quantized modules included, which MLX keeps as they are), with a 16-bit dense tensor counted twice when
+     * {@code float32} widens it. Scales and biases of quantized modules stay in the checkpoint's dtype in both modes.
+     * A folder whose safetensors cannot be read counts 0 (the load then fails with the reason).
      */
-    static long weightBytes(Path modelDir, ModelConfig config, MlxOptions.Dtype dtype) {
-        long files;
-        try (Stream<Path> s = Files.list(modelDir)) {
-            files = s.filter(f -> f.getFileName().toString().endsWith(".safetensors")).mapToLong(f -> {
-                try {
-                    return Files.size(f);
-                } catch (IOException e) {
-                    return 0;
-                }
-            }).sum();
-        } catch (IOException e) {
+    static long weightBytes(Path modelDir, MlxOptions.Dtype dtype) {
+        try (Safetensors st = Safetensors.open(modelDir)) {
+            return weightBytes(st.tensors(), dtype);
+        } catch (IOException | RuntimeException e) {
             return 0;
         }
-        boolean sixteenBit = !config.dtype().equalsIgnoreCase("float32");
-        return dtype == MlxOptions.Dtype.FLOAT32 && sixteenBit ? 2 * files : files;
+    }
+
+    static long weightBytes(Map<String, Safetensors.Tensor> tensors, MlxOptions.Dtype dtype) {
+        long total = 0;
+        for (Safetensors.Tensor t : tensors.values()) {
+            long bytes = t.data().byteSize();
+            boolean widened = dtype == MlxOptions.Dtype.FLOAT32 && t.dtype().bytes() == 2
+                    && !quantizationParameter(tensors, t.name());
+            total += widened ? 2 * bytes : bytes;
+        }
+        return total;
+    }
+
+    /** P.scales or P.biases of a module P whose weight holds packed codes. */
+    private static boolean quantizationParameter(Map<String, Safetensors.Tensor> tensors, String name) {
+        int dot = name.lastIndexOf('.');
+        String suffix = name.substring(dot + 1);
+        if (dot < 0 || !(suffix.equals("scales") || suffix.equals("biases"))) {
+            return false;
+        }
+        Safetensors.Tensor w = tensors.get(name.substring(0, dot) + ".weight");
+        return w != null && w.dtype() == DType.U32;
     }
 
     /** {@link #check} against the MLX device, throwing when it does not fit. */
-    static void require(Mlx mlx, Path modelDir, ModelConfig config, TqserveProperties p, List<LanePlan> plans) {
+    static void require(Mlx mlx, Path modelDir, TqserveProperties p, List<LanePlan> plans) {
         MlxOptions.Dtype dtype = p.backend().mlx().dtype();
-        check(weightBytes(modelDir, config, dtype), dtype, plans, p.lanes().batched().maxBatch(),
+        check(weightBytes(modelDir, dtype), dtype, plans, p.lanes().batched().maxBatch(),
                 MlxBackend.deviceMemory(mlx), MlxBackend.deviceMemorySource(mlx)).ifPresent(m -> {
                     throw new StartupValidationException(m);
                 });

@@ -6,11 +6,12 @@ import io.tqserve.backend.mlx.MlxOptions;
 import io.tqserve.engine.Lane;
 import io.tqserve.kv.KvLayout;
 import io.tqserve.kv.KvScheme;
-import io.tqserve.model.ModelConfig;
+import io.tqserve.model.quantize.WeightQuantizer;
 import io.tqserve.routing.LanePlan;
 import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** The startup check of weights + the device-resident lanes' KV budgets against MLX device memory (plain arithmetic). */
 class MlxMemoryCheckTest {
@@ -61,11 +62,24 @@ class MlxMemoryCheckTest {
     }
 
     @Test
-    void float32DoublesA16BitCheckpoint() throws Exception {
+    void float32DoublesA16BitCheckpoint() {
         Path dir = Path.of("models/tiny-llama-h128");
-        ModelConfig c = ModelConfig.load(dir);
-        long nativeBytes = MlxMemoryCheck.weightBytes(dir, c, MlxOptions.Dtype.NATIVE);
-        assertThat(nativeBytes).isEqualTo(14814416L + 14293368L + 14689736L);
-        assertThat(MlxMemoryCheck.weightBytes(dir, c, MlxOptions.Dtype.FLOAT32)).isEqualTo(2 * nativeBytes);
+        long nativeBytes = MlxMemoryCheck.weightBytes(dir, MlxOptions.Dtype.NATIVE);
+        // 8192x512 embedding, 6 layers of q/k/v/o (512x512, 256x512 twice, 512x512) and MLP (3 x 1408x512), 13 norms
+        long params = 8192L * 512 + 6L * (2 * 512 * 512 + 2 * 256 * 512 + 3 * 1408 * 512) + 13 * 512;
+        assertThat(nativeBytes).isEqualTo(2 * params);
+        assertThat(MlxMemoryCheck.weightBytes(dir, MlxOptions.Dtype.FLOAT32)).isEqualTo(2 * nativeBytes);
+    }
+
+    @Test
+    void quantizedWeightsCountTheirPackedBytesAndFloat32WidensOnlyTheDenseTensors(@TempDir Path tmp) throws Exception {
+        Path q = tmp.resolve("q4");
+        WeightQuantizer.run(Path.of("models/tiny-llama-h128"), q,
+                new WeightQuantizer.Options(4, 64, null, false, 1, null), null);
+        // per weight: 4 bits of code + a bf16 scale and bias per 64 weights = 0.5625 bytes; the norms stay bf16
+        long quantized = 8192L * 512 + 6L * (2 * 512 * 512 + 2 * 256 * 512 + 3 * 1408 * 512);
+        long norms = 13 * 512 * 2;
+        assertThat(MlxMemoryCheck.weightBytes(q, MlxOptions.Dtype.NATIVE)).isEqualTo(quantized * 9 / 16 + norms);
+        assertThat(MlxMemoryCheck.weightBytes(q, MlxOptions.Dtype.FLOAT32)).isEqualTo(quantized * 9 / 16 + 2 * norms);
     }
 }

@@ -25,24 +25,20 @@ import org.junit.jupiter.api.Test;
  * The turbo lane on the MLX device in {@code native} mode (bf16 activations) against {@code float32} mode, on
  * tiny-llama-h128 and the five reference prompts.
  *
- * <p>Native mode's K/V rows reach the codec rounded to bf16 (relative error up to 2^-9), as they reach the bf16
- * lane's cache; float32 mode's do not. A quantizer turns such a perturbation into whole code steps wherever a value
- * sits near a decision boundary: rounding float32 K/V to bf16 changes about 0.3 % of the 3-bit value codes of the
- * reference prompts' prefills (each moving a rotated value by about half its group's RMS) and one 8-bit key code
- * in seven (by one step). The bf16 lane stores the same bf16 K/V in both modes and has nothing of the kind. So
- * native {@code turbo:k8v3} departs from float32 {@code turbo:k8v3} by a real fraction of k8v3's own quantization
- * error, and greedy continuations, which on this model often choose between logits closer than that (k8v3's top-1
- * agreement with bf16 is 81 %), part within a few tokens: native equals float32 on 0 of the 5 prompts over 32
- * tokens (turbo:k8v8: 3 of 5), and the float32 forward whose only change is that its stored K/V are rounded to bf16
- * disagrees with float32 on the next token as often (teacher-forced top-1 agreement below).
- *
- * <p>So the check is on the size of the departure, not on token equality: teacher-forced on float32 mode's own
- * greedy continuations, native mode's KL from float32 mode and its top-1 agreement are those of the float32 forward
- * whose stored K/V are rounded to bf16 (measured: KL 0.0214 vs 0.0189, top-1 0.903 vs 0.916), the remainder being
- * native mode's other bf16 roundings, which the bf16 lane shows to be small. A rounding or scaling defect inside
- * the device turbo path (queries, scores, softmax, the rotated-domain sum, the inverse Hadamard) would add error on
- * top. A second check decomposes native mode's KL for turbo:k8v8 (see its method). Skipped, with the places
- * searched, when libmlxc is absent.
+ * <p>A quantizer turns a small perturbation of its input into whole code steps wherever a value sits near a
+ * decision boundary: rounding float32 K/V rows to bf16 changes about 0.3 % of the 3-bit value codes of the reference
+ * prompts' prefills (each moving a rotated value by about half its group's RMS) and one 8-bit key code in seven (by
+ * one step). So in native mode the decoder projects the K/V rows that a TurboQuant cache encodes from the float32
+ * normed residual ({@code MlxDecoder.encodesKv}); only the rest of native mode's bf16 roundings remain. The check,
+ * teacher-forced on float32 mode's own greedy continuations: native mode's KL from float32 mode is at most 0.75 ×
+ * that of the float32 forward whose only change is that its stored K/V are rounded to bf16 (measured: 0.0099 vs
+ * 0.0189, top-1 agreement 0.936 vs 0.916; before K/V were projected in float32 native mode gave 0.0214, i.e. it
+ * rounded them). A rounding or scaling defect inside the device turbo path (queries, scores, softmax, the
+ * rotated-domain sum, the inverse Hadamard) would add error on top. Greedy continuations still part: this model
+ * often chooses between logits closer than the remaining bf16 noise (k8v3's top-1 agreement with bf16 is 81 %), and
+ * native equals float32 over 32 greedy tokens on 1 of the 5 prompts (first differing steps 5, none, 20, 8, 2). A
+ * second check decomposes native mode's KL for turbo:k8v8 (see its method). Skipped, with the places searched, when
+ * libmlxc is absent.
  */
 @Tag("mlx")
 class MlxTurboNativeTest {
@@ -87,7 +83,7 @@ class MlxTurboNativeTest {
     }
 
     @Test
-    void nativeModeDepartsFromFloat32ModeNoMoreThanBf16RoundedKvDoes() throws Exception {
+    void nativeModeDepartsFromFloat32ModeLessThanBf16RoundedKvDoes() throws Exception {
         String scheme = "turbo:k8v3";
         Divergence nativeMode = new Divergence();
         Divergence roundedKv = new Divergence();
@@ -103,9 +99,10 @@ class MlxTurboNativeTest {
         }
         System.out.printf("%s vs float32 mode, teacher-forced: native KL %.5f top-1 %.4f; bf16-rounded K/V KL %.5f "
                 + "top-1 %.4f%n", scheme, nativeMode.meanKl(), nativeMode.top1(), roundedKv.meanKl(), roundedKv.top1());
-        assertTrue(nativeMode.meanKl() <= 1.5 * roundedKv.meanKl(), "native mode's mean KL from float32 mode "
-                + nativeMode.meanKl() + " vs " + roundedKv.meanKl() + " from rounding the stored K/V to bf16");
-        assertTrue(nativeMode.top1() >= roundedKv.top1() - 0.05, "native top-1 agreement " + nativeMode.top1()
+        assertTrue(nativeMode.meanKl() <= 0.75 * roundedKv.meanKl(), "native mode's mean KL from float32 mode "
+                + nativeMode.meanKl() + " vs " + roundedKv.meanKl() + " from rounding the stored K/V to bf16: "
+                + "does native mode round the K/V it encodes?");
+        assertTrue(nativeMode.top1() >= roundedKv.top1(), "native top-1 agreement " + nativeMode.top1()
                 + " vs " + roundedKv.top1() + " from rounding the stored K/V to bf16");
     }
 
@@ -114,7 +111,8 @@ class MlxTurboNativeTest {
      * native mode two arms whose K/V differ at all round different numbers to bf16 in every later layer, so their
      * difference carries native mode's own rounding noise besides the quantization's. Teacher-forced on float32
      * mode's bf16-cache greedy continuations: KL(bf16 ‖ k8v8) in native mode is the float32 mode's plus
-     * KL(float32 ‖ native) of the bf16 cache (measured 0.00072 vs 0.00039 + 0.00030). Error the device turbo path
+     * KL(float32 ‖ native) of the bf16 cache (measured 0.00085 vs 0.00039 + 0.00030; the turbo arm now encodes
+     * float32 K/V projections while the bf16 control stores bf16 ones, which adds a little). Error the device turbo path
      * added in native mode would show on top.
      */
     @Test
@@ -135,7 +133,7 @@ class MlxTurboNativeTest {
         System.out.printf("KL(bf16 || turbo:k8v8): float32 mode %.6f, native mode %.6f; KL(float32 || native), bf16 "
                 + "cache: %.6f%n", float32Kl.meanKl(), nativeKl.meanKl(), rounding.meanKl());
         double expected = float32Kl.meanKl() + rounding.meanKl();
-        assertTrue(nativeKl.meanKl() <= 1.25 * expected && nativeKl.meanKl() >= 0.75 * expected, "native KL "
+        assertTrue(nativeKl.meanKl() <= 1.35 * expected && nativeKl.meanKl() >= 0.75 * expected, "native KL "
                 + nativeKl.meanKl() + " vs float32 KL + native rounding noise " + expected);
     }
 
