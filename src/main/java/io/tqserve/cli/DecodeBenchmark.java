@@ -32,8 +32,8 @@ import java.util.Set;
  * 8 KV heads, head_dim 128, intermediate 5632, 12 layers, 8192 positions) written to a temp folder and deleted
  * afterwards. {@code --max-context N} overrides the model's max positions (RoPE tables), e.g. to sweep the tiny
  * 2048-position model to 4k+ (its outputs beyond its trained context are meaningless; its speed is not).
- * {@code --weights bf16,8,4} repeats the benchmark on copies quantized to each width (MLX affine, group 64) and
- * prints their decode tok/s as ratios to the first.
+ * {@code --weights 4} benchmarks a copy quantized to that width (MLX affine, group 64) instead; a list
+ * ({@code --weights bf16,8,4}) compares the formats' decode tok/s interleaved ({@link WeightsDecodeComparison}).
  */
 final class DecodeBenchmark {
     private DecodeBenchmark() {
@@ -114,39 +114,49 @@ final class DecodeBenchmark {
     }
 
     /**
-     * Each weight format in turn: the dense model as stored, then copies quantized to each width (group size 64,
-     * written to temp folders with the quantize verb's code and deleted afterwards); then decode tok/s of each as a
-     * ratio to the first arm of this same run.
+     * The benchmark of one weight format: the dense model as stored, or a copy quantized to the given width (group
+     * size 64, written to a temp folder with the quantize verb's code and deleted afterwards). Several formats are
+     * compared interleaved instead ({@link WeightsDecodeComparison}).
      */
     static void benchWeights(String label, Path dir, List<Integer> weights, ComputeBackend backend, int promptTokens,
             int decodeTokens, double copyGbs, Sweep sweep) throws Exception {
-        List<String> names = new java.util.ArrayList<>();
-        List<Double> rates = new java.util.ArrayList<>();
-        for (int bits : weights) {
-            if (bits == 0) {
-                names.add("dense");
-                rates.add(bench(label, dir, backend, promptTokens, decodeTokens, copyGbs, sweep));
-                continue;
-            }
-            Path q = Files.createTempDirectory("tqserve-bench-q" + bits);
-            try {
-                System.err.println("quantizing to " + bits + " bits ...");
-                io.tqserve.model.quantize.WeightQuantizer.run(dir, q, new io.tqserve.model.quantize.WeightQuantizer.Options(
-                        bits, 64, null, false, 0, null), null);
-                names.add("q" + bits);
-                rates.add(bench(label + " " + bits + "-bit weights", q, backend, promptTokens, decodeTokens, copyGbs,
-                        sweep));
-            } finally {
-                deleteTree(q);
-            }
+        if (weights.size() > 1) {
+            WeightsDecodeComparison.run(label, dir, weights, backend, promptTokens, decodeTokens, copyGbs);
+            return;
         }
-        if (rates.size() > 1) {
-            StringBuilder sb = new StringBuilder("decode tok/s as a ratio to " + names.get(0) + ":");
-            for (int i = 1; i < rates.size(); i++) {
-                sb.append(String.format(" %s %.2fx", names.get(i), rates.get(i) / rates.get(0)));
-            }
-            System.out.println(sb);
+        int bits = weights.get(0);
+        if (bits == 0) {
+            bench(label, dir, backend, promptTokens, decodeTokens, copyGbs, sweep);
+            return;
         }
+        Path q = Files.createTempDirectory("tqserve-bench-q" + bits);
+        try {
+            System.err.println("quantizing to " + bits + " bits ...");
+            io.tqserve.model.quantize.WeightQuantizer.run(dir, q, new io.tqserve.model.quantize.WeightQuantizer.Options(
+                    bits, 64, null, false, 0, null), null);
+            bench(label + " " + bits + "-bit weights", q, backend, promptTokens, decodeTokens, copyGbs, sweep);
+        } finally {
+            deleteTree(q);
+        }
+    }
+
+    /** Bytes a decode step reads from the weights: every layer matrix once, the LM head once. */
+    static long weightBytesPerToken(ModelWeights w) {
+        long bytes = w.lmHead().byteSize();
+        for (ModelWeights.Layer l : w.layers()) {
+            bytes += l.wq().byteSize() + l.wk().byteSize() + l.wv().byteSize() + l.wo().byteSize()
+                    + l.wGate().byteSize() + l.wUp().byteSize() + l.wDown().byteSize();
+        }
+        return bytes;
+    }
+
+    /** The benchmark prompt: n token ids spread over the vocabulary. */
+    static int[] prompt(ModelConfig c, int n) {
+        int[] prompt = new int[n];
+        for (int i = 0; i < prompt.length; i++) {
+            prompt[i] = 3 + (i * 7919) % (c.vocabSize() - 3);
+        }
+        return prompt;
     }
 
     static void deleteTree(Path dir) throws java.io.IOException {
@@ -190,16 +200,8 @@ final class DecodeBenchmark {
             ModelWeights w = ModelWeights.load(st, c, io.tqserve.model.QuantizationConfig.load(dir));
             // with the weight files, a backend with a device decoder (MLX) runs the whole forward on its device
             Transformer t = new Transformer(c, w, backend, st.headers().keySet().stream().map(dir::resolve).toList());
-            // a decode step reads every layer matrix once, the LM head once, and one embedding row
-            long weightBytesPerToken = w.lmHead().byteSize();
-            for (ModelWeights.Layer l : w.layers()) {
-                weightBytesPerToken += l.wq().byteSize() + l.wk().byteSize() + l.wv().byteSize() + l.wo().byteSize()
-                        + l.wGate().byteSize() + l.wUp().byteSize() + l.wDown().byteSize();
-            }
-            int[] prompt = new int[promptTokens];
-            for (int i = 0; i < prompt.length; i++) {
-                prompt[i] = 3 + (i * 7919) % (c.vocabSize() - 3);
-            }
+            long weightBytesPerToken = weightBytesPerToken(w);
+            int[] prompt = prompt(c, promptTokens);
             ForwardState state = new ForwardState(c);
             double[] result = new double[3];
             long[] steps = new long[decodeTokens];

@@ -1,7 +1,10 @@
 package io.tqserve.backend.cpu;
 
 import io.tqserve.backend.DType;
+import io.tqserve.backend.GroupQuant;
+import io.tqserve.backend.Layouts;
 import io.tqserve.backend.Matrix;
+import io.tqserve.model.quantize.AffineQuantizer;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -24,11 +27,13 @@ import org.openjdk.jmh.annotations.Warmup;
  * The CPU backend's bf16 matrix-vector and matrix-matrix products on one kernel thread: {@code rows} activation rows
  * against a weight matrix of {@code shape} ("out x in"). 32000x512 is the tiny model's LM head (most of its weight
  * bytes), 5632x2048 a 0.5B model's MLP projection. One op = one matmul; compare ops/s across {@code rows} to see how
- * much a batch of rows costs against one (8 rows at the cost of one = perfect weight reuse).
+ * much a batch of rows costs against one (8 rows at the cost of one = perfect weight reuse). {@code weights} picks
+ * the format: bf16, or the same values quantized group-affine (MLX, group 64, bf16 scales) to 8 or 4 bits
+ * ({@code q8}, {@code q4}); compare ops/s across formats for what the quantized kernels gain per matrix.
  *
  * <pre>
  * ./mvnw -Pjmh -DskipTests package
- * $JAVA_HOME/bin/java --add-modules jdk.incubator.vector -cp target/benchmarks.jar \
+ * $JAVA_HOME/bin/java --add-modules jdk.incubator.vector -cp target/benchmarks.jar org.openjdk.jmh.Main \
  *     io.tqserve.backend.cpu.MatmulBenchmark -f 1 -wi 3 -i 5 -w 1s -r 1s
  * </pre>
  */
@@ -46,6 +51,9 @@ public class MatmulBenchmark {
     @Param({"1", "8"})
     public int rows;
 
+    @Param({"bf16", "q8", "q4"})
+    public String weights;
+
     private Arena arena;
     private CpuBackend backend;
     private Matrix w;
@@ -58,13 +66,9 @@ public class MatmulBenchmark {
         int outDim = Integer.parseInt(d[0]);
         int inDim = Integer.parseInt(d[1]);
         arena = Arena.ofShared();
-        MemorySegment seg = arena.allocate((long) outDim * inDim * 2, 64);
         Random rnd = new Random(7);
-        for (long i = 0; i < (long) outDim * inDim; i++) {
-            seg.setAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i,
-                    (short) (Float.floatToRawIntBits((float) rnd.nextGaussian() * 0.02f) >>> 16));
-        }
-        w = new Matrix(seg, DType.BF16, outDim, inDim);
+        w = weights.equals("bf16") ? bf16(outDim, inDim, rnd)
+                : quantized(outDim, inDim, Integer.parseInt(weights.substring(1)), rnd);
         x = new float[rows * inDim];
         for (int i = 0; i < x.length; i++) {
             x[i] = (float) rnd.nextGaussian();
@@ -72,6 +76,40 @@ public class MatmulBenchmark {
         out = new float[rows * outDim];
         boolean vector = !"false".equalsIgnoreCase(System.getProperty(CpuBackend.VECTOR_PROPERTY, "true"));
         backend = new CpuBackend(vector ? new VectorKernels() : new ScalarKernels(), 1, "bench");
+    }
+
+    private Matrix bf16(int outDim, int inDim, Random rnd) {
+        MemorySegment seg = arena.allocate((long) outDim * inDim * 2, 64);
+        for (long i = 0; i < (long) outDim * inDim; i++) {
+            seg.setAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i,
+                    (short) (Float.floatToRawIntBits((float) rnd.nextGaussian() * 0.02f) >>> 16));
+        }
+        return new Matrix(seg, DType.BF16, outDim, inDim);
+    }
+
+    private Matrix quantized(int outDim, int inDim, int bits, Random rnd) {
+        int groupSize = 64;
+        int groups = inDim / groupSize;
+        long rowBytes = (long) inDim * bits / 8;
+        MemorySegment seg = arena.allocate(outDim * rowBytes, 64);
+        MemorySegment scales = arena.allocate((long) outDim * groups * 2, 64);
+        MemorySegment biases = arena.allocate((long) outDim * groups * 2, 64);
+        float[] row = new float[inDim];
+        byte[] packed = new byte[(int) rowBytes];
+        float[] s = new float[groups];
+        float[] b = new float[groups];
+        for (int r = 0; r < outDim; r++) {
+            for (int c = 0; c < inDim; c++) {
+                row[c] = (float) rnd.nextGaussian() * 0.02f;
+            }
+            AffineQuantizer.quantizeRow(row, 0, inDim, bits, groupSize, packed, 0, s, b, 0);
+            MemorySegment.copy(MemorySegment.ofArray(packed), 0, seg, r * rowBytes, rowBytes);
+            for (int g = 0; g < groups; g++) {
+                scales.setAtIndex(Layouts.SHORT_LE, (long) r * groups + g, AffineQuantizer.toBf16(s[g]));
+                biases.setAtIndex(Layouts.SHORT_LE, (long) r * groups + g, AffineQuantizer.toBf16(b[g]));
+            }
+        }
+        return new Matrix(seg, DType.U32, outDim, inDim, new GroupQuant(bits, groupSize, scales, biases, DType.BF16));
     }
 
     @TearDown

@@ -18,6 +18,7 @@ final class QuantizedMatmul {
     private final ThreadLocal<float[]> rowScratch = new ThreadLocal<>();
     private final ThreadLocal<float[]> xScratch = new ThreadLocal<>();
     private final ThreadLocal<float[]> sumScratch = new ThreadLocal<>();
+    private final ThreadLocal<float[]> scaleScratch = new ThreadLocal<>();
 
     QuantizedMatmul(Kernels kernels) {
         this.kernels = kernels;
@@ -48,14 +49,17 @@ final class QuantizedMatmul {
             int from = b * per;
             int to = Math.min(outDim, from + per);
             float[] wRows = null;
+            float[] sb = fast ? scratch(scaleScratch, 4 * groups + 4) : null;
             for (int j = from; j < to; j += 4) {
                 int count = Math.min(4, to - j);
                 if (fast) {
                     for (int r = 0; r < rows; r++) {
                         if (w.quant().bits() == 4) {
-                            QuantizedVector.matvecQ4(w, j, count, xin, r * inDim, xsum, r * groups, out, r * outDim + j);
+                            QuantizedVector.matvecQ4(w, j, count, xin, r * inDim, xsum, r * groups, sb, out,
+                                    r * outDim + j);
                         } else {
-                            QuantizedVector.matvecQ8(w, j, count, xin, r * inDim, xsum, r * groups, out, r * outDim + j);
+                            QuantizedVector.matvecQ8(w, j, count, xin, r * inDim, xsum, r * groups, sb, out,
+                                    r * outDim + j);
                         }
                     }
                     continue;

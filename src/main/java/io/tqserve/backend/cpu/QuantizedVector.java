@@ -22,15 +22,22 @@ import jdk.incubator.vector.VectorOperators;
  * matrix ever exists. The scalar twin is {@link QuantizedScalar}; {@link QuantizedMatmul} chooses between them.
  *
  * <p>The affine form is factored per group: {@code Σ (s·q + b)·x = s·Σ q·x + b·Σ x}, so the inner loop is one
- * multiply-add per weight on the integer codes (as cheap as the bf16 kernel's), the scale is applied once per
- * group (a vector multiply-add into the row's accumulator) and the bias once per group against the group's sum of
- * x, computed once per activation row ({@link #groupSums}). Dequantizing every weight first cost a second
- * multiply-add per weight and made the kernels compute-bound at half the bf16 speed on the development machine.
+ * multiply-add per weight on the integer codes, the scale is applied once per group (a vector multiply-add into the
+ * row's accumulator) and the bias once per row against the groups' sums of x, computed once per activation row
+ * ({@link #groupSums}).
  *
  * <p>A load takes L little-endian ints, each holding P = 32/bits codes (code k of int j is column j·P + k of the
  * block); rather than interleave the codes again, the kernels work in their load order: within each block of P·L
- * columns, column j·P + k sits at position k·L + j. The activations are permuted into that order once per
- * matmul ({@link #permute}). A batch of activation rows runs the same kernel per row against each block of four
+ * columns, column j·P + k sits at position k·L + j. Code k is not shifted down to bit 0 but masked in place (one
+ * AND), so its int is q·2^(k·bits), which converts to float exactly; the activations, permuted into the kernels'
+ * order once per matmul ({@link #permute}), are scaled by 2^-(k·bits) to match, which is exact too (a power of two),
+ * so the product, and every rounding after it, is the same as for q·x. Only the last code, which holds the int's
+ * sign bit, is shifted down. Per weight that is an AND, a conversion and a multiply-add, against the bf16 kernel's
+ * widening load, shift and multiply-add.
+ *
+ * <p>The scales of the four rows are read once per call into a float scratch and the bias terms computed before the
+ * loop: a call per group in the loop (to read a bf16 scale) made C2 spill every vector register around it and cost
+ * more than the multiply-adds. A batch of activation rows runs the same kernel per row against each block of four
  * weight rows (which then stays in the L1 cache), so every output has the same arithmetic whatever the batch and
  * batching never changes a result (as with the bf16 kernels). Straight-line code for the reason given in
  * {@link VectorKernels}.
@@ -40,11 +47,6 @@ final class QuantizedVector {
     static final boolean WIDE = F.vectorBitSize() >= 256;
 
     private QuantizedVector() {
-    }
-
-    /** Scale or bias i, the bf16 case read inline (a call per group through DType.read cost a third of the time). */
-    static float sc(MemorySegment m, DType t, long i) {
-        return t == DType.BF16 ? Float.intBitsToFloat((m.getAtIndex(Layouts.SHORT_LE, i) & 0xFFFF) << 16) : t.read(m, i);
     }
 
     /**
@@ -63,217 +65,19 @@ final class QuantizedVector {
 
     /**
      * dst[dOff..dOff+n) = x[xOff..xOff+n) in the kernels' order for {@code bits}: within each block, column
-     * {@code j·P + k} (code k of int j, P = 32/bits codes per int) moves to {@code k·L + j}.
+     * {@code j·P + k} (code k of int j, P = 32/bits codes per int) moves to {@code k·L + j}, scaled by
+     * {@code 2^-(k·bits)} for every k but the last (the codes the kernels mask in place).
      */
     static void permute(int bits, float[] x, int xOff, int n, float[] dst, int dOff) {
         int per = 32 / bits;
         int blk = block(bits);
         for (int b = 0; b < n; b += blk) {
-            for (int j = 0; j < L; j++) {
-                for (int k = 0; k < per; k++) {
-                    dst[dOff + b + k * L + j] = x[xOff + b + j * per + k];
+            for (int k = 0; k < per; k++) {
+                float unit = k == per - 1 ? 1f : Math.scalb(1f, -k * bits);
+                for (int j = 0; j < L; j++) {
+                    dst[dOff + b + k * L + j] = x[xOff + b + j * per + k] * unit;
                 }
             }
-        }
-    }
-
-    /**
-     * Up to four 4-bit rows of w (row .. row+count-1) times x (already in the nibble order: {@link #permute}), with
-     * {@code xsum[xsOff + g]} the sum of x over group g: out[outOff+q] = row (row+q) · x. See the class comment for
-     * the arithmetic. Rows beyond count are computed on a copy of the last one and not written.
-     */
-    static void matvecQ4(Matrix w, int row, int count, float[] x, int xOff, float[] xsum, int xsOff, float[] out,
-            int outOff) {
-        GroupQuant q = w.quant();
-        int n = w.cols();
-        int gs = q.groupSize();
-        int groups = n / gs;
-        MemorySegment seg = w.data();
-        MemorySegment ss = q.scales();
-        MemorySegment bs = q.biases();
-        DType st = q.scaleType();
-        long rb = q.rowBytes(n);
-        int r0 = row;
-        int r1 = row + Math.min(1, count - 1);
-        int r2 = row + Math.min(2, count - 1);
-        int r3 = row + Math.min(3, count - 1);
-        long b0 = r0 * rb;
-        long b1 = r1 * rb;
-        long b2 = r2 * rb;
-        long b3 = r3 * rb;
-        FloatVector c0 = FloatVector.zero(F);
-        FloatVector c1 = FloatVector.zero(F);
-        FloatVector c2 = FloatVector.zero(F);
-        FloatVector c3 = FloatVector.zero(F);
-        float z0 = 0;
-        float z1 = 0;
-        float z2 = 0;
-        float z3 = 0;
-        for (int g = 0; g < groups; g++) {
-            FloatVector a0 = FloatVector.zero(F);
-            FloatVector a1 = FloatVector.zero(F);
-            FloatVector a2 = FloatVector.zero(F);
-            FloatVector a3 = FloatVector.zero(F);
-            int end = (g + 1) * gs;
-            for (int k = g * gs; k < end; k += 8 * L) {
-                FloatVector x0 = FloatVector.fromArray(F, x, xOff + k + 0 * L);
-                FloatVector x1 = FloatVector.fromArray(F, x, xOff + k + 1 * L);
-                FloatVector x2 = FloatVector.fromArray(F, x, xOff + k + 2 * L);
-                FloatVector x3 = FloatVector.fromArray(F, x, xOff + k + 3 * L);
-                FloatVector x4 = FloatVector.fromArray(F, x, xOff + k + 4 * L);
-                FloatVector x5 = FloatVector.fromArray(F, x, xOff + k + 5 * L);
-                FloatVector x6 = FloatVector.fromArray(F, x, xOff + k + 6 * L);
-                FloatVector x7 = FloatVector.fromArray(F, x, xOff + k + 7 * L);
-                IntVector v;
-                v = IntVector.fromMemorySegment(I, seg, b0 + k / 2, LE);
-                a0 = ((FloatVector) v.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x0, a0);
-                a0 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 4).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x1, a0);
-                a0 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 8).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x2, a0);
-                a0 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 12).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x3, a0);
-                a0 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 16).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x4, a0);
-                a0 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 20).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x5, a0);
-                a0 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 24).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x6, a0);
-                a0 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(x7, a0);
-                v = IntVector.fromMemorySegment(I, seg, b1 + k / 2, LE);
-                a1 = ((FloatVector) v.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x0, a1);
-                a1 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 4).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x1, a1);
-                a1 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 8).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x2, a1);
-                a1 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 12).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x3, a1);
-                a1 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 16).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x4, a1);
-                a1 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 20).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x5, a1);
-                a1 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 24).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x6, a1);
-                a1 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(x7, a1);
-                v = IntVector.fromMemorySegment(I, seg, b2 + k / 2, LE);
-                a2 = ((FloatVector) v.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x0, a2);
-                a2 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 4).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x1, a2);
-                a2 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 8).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x2, a2);
-                a2 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 12).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x3, a2);
-                a2 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 16).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x4, a2);
-                a2 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 20).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x5, a2);
-                a2 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 24).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x6, a2);
-                a2 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(x7, a2);
-                v = IntVector.fromMemorySegment(I, seg, b3 + k / 2, LE);
-                a3 = ((FloatVector) v.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x0, a3);
-                a3 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 4).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x1, a3);
-                a3 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 8).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x2, a3);
-                a3 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 12).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x3, a3);
-                a3 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 16).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x4, a3);
-                a3 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 20).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x5, a3);
-                a3 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 24).lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).fma(x6, a3);
-                a3 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(x7, a3);
-            }
-            c0 = a0.fma(FloatVector.broadcast(F, sc(ss, st, (long) r0 * groups + g)), c0);
-            c1 = a1.fma(FloatVector.broadcast(F, sc(ss, st, (long) r1 * groups + g)), c1);
-            c2 = a2.fma(FloatVector.broadcast(F, sc(ss, st, (long) r2 * groups + g)), c2);
-            c3 = a3.fma(FloatVector.broadcast(F, sc(ss, st, (long) r3 * groups + g)), c3);
-            float xg = xsum[xsOff + g];
-            z0 = Math.fma(sc(bs, st, (long) r0 * groups + g), xg, z0);
-            z1 = Math.fma(sc(bs, st, (long) r1 * groups + g), xg, z1);
-            z2 = Math.fma(sc(bs, st, (long) r2 * groups + g), xg, z2);
-            z3 = Math.fma(sc(bs, st, (long) r3 * groups + g), xg, z3);
-        }
-        float[] lanes = LANES.get();
-        c0.intoArray(lanes, 0);
-        c1.intoArray(lanes, L);
-        c2.intoArray(lanes, 2 * L);
-        c3.intoArray(lanes, 3 * L);
-        out[outOff] = sumLanes(lanes, 0) + z0; // fixed-order lane sums
-        if (count > 1) {
-            out[outOff + 1] = sumLanes(lanes, L) + z1;
-        }
-        if (count > 2) {
-            out[outOff + 2] = sumLanes(lanes, 2 * L) + z2;
-        }
-        if (count > 3) {
-            out[outOff + 3] = sumLanes(lanes, 3 * L) + z3;
-        }
-    }
-
-    /** As {@link #matvecQ4}, for 8-bit rows (x in the byte order: {@link #permute}). */
-    static void matvecQ8(Matrix w, int row, int count, float[] x, int xOff, float[] xsum, int xsOff, float[] out,
-            int outOff) {
-        GroupQuant q = w.quant();
-        int n = w.cols();
-        int gs = q.groupSize();
-        int groups = n / gs;
-        MemorySegment seg = w.data();
-        MemorySegment ss = q.scales();
-        MemorySegment bs = q.biases();
-        DType st = q.scaleType();
-        long rb = n;
-        int r0 = row;
-        int r1 = row + Math.min(1, count - 1);
-        int r2 = row + Math.min(2, count - 1);
-        int r3 = row + Math.min(3, count - 1);
-        long b0 = r0 * rb;
-        long b1 = r1 * rb;
-        long b2 = r2 * rb;
-        long b3 = r3 * rb;
-        FloatVector c0 = FloatVector.zero(F);
-        FloatVector c1 = FloatVector.zero(F);
-        FloatVector c2 = FloatVector.zero(F);
-        FloatVector c3 = FloatVector.zero(F);
-        float z0 = 0;
-        float z1 = 0;
-        float z2 = 0;
-        float z3 = 0;
-        for (int g = 0; g < groups; g++) {
-            FloatVector a0 = FloatVector.zero(F);
-            FloatVector a1 = FloatVector.zero(F);
-            FloatVector a2 = FloatVector.zero(F);
-            FloatVector a3 = FloatVector.zero(F);
-            int end = (g + 1) * gs;
-            for (int k = g * gs; k < end; k += 4 * L) {
-                FloatVector x0 = FloatVector.fromArray(F, x, xOff + k);
-                FloatVector x1 = FloatVector.fromArray(F, x, xOff + k + L);
-                FloatVector x2 = FloatVector.fromArray(F, x, xOff + k + 2 * L);
-                FloatVector x3 = FloatVector.fromArray(F, x, xOff + k + 3 * L);
-                IntVector v;
-                v = IntVector.fromMemorySegment(I, seg, b0 + k, LE);
-                a0 = ((FloatVector) v.lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).fma(x0, a0);
-                a0 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 8).lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).fma(x1, a0);
-                a0 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 16).lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).fma(x2, a0);
-                a0 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(x3, a0);
-                v = IntVector.fromMemorySegment(I, seg, b1 + k, LE);
-                a1 = ((FloatVector) v.lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).fma(x0, a1);
-                a1 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 8).lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).fma(x1, a1);
-                a1 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 16).lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).fma(x2, a1);
-                a1 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(x3, a1);
-                v = IntVector.fromMemorySegment(I, seg, b2 + k, LE);
-                a2 = ((FloatVector) v.lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).fma(x0, a2);
-                a2 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 8).lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).fma(x1, a2);
-                a2 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 16).lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).fma(x2, a2);
-                a2 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(x3, a2);
-                v = IntVector.fromMemorySegment(I, seg, b3 + k, LE);
-                a3 = ((FloatVector) v.lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).fma(x0, a3);
-                a3 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 8).lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).fma(x1, a3);
-                a3 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 16).lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).fma(x2, a3);
-                a3 = ((FloatVector) v.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(x3, a3);
-            }
-            c0 = a0.fma(FloatVector.broadcast(F, sc(ss, st, (long) r0 * groups + g)), c0);
-            c1 = a1.fma(FloatVector.broadcast(F, sc(ss, st, (long) r1 * groups + g)), c1);
-            c2 = a2.fma(FloatVector.broadcast(F, sc(ss, st, (long) r2 * groups + g)), c2);
-            c3 = a3.fma(FloatVector.broadcast(F, sc(ss, st, (long) r3 * groups + g)), c3);
-            float xg = xsum[xsOff + g];
-            z0 = Math.fma(sc(bs, st, (long) r0 * groups + g), xg, z0);
-            z1 = Math.fma(sc(bs, st, (long) r1 * groups + g), xg, z1);
-            z2 = Math.fma(sc(bs, st, (long) r2 * groups + g), xg, z2);
-            z3 = Math.fma(sc(bs, st, (long) r3 * groups + g), xg, z3);
-        }
-        float[] lanes = LANES.get();
-        c0.intoArray(lanes, 0);
-        c1.intoArray(lanes, L);
-        c2.intoArray(lanes, 2 * L);
-        c3.intoArray(lanes, 3 * L);
-        out[outOff] = sumLanes(lanes, 0) + z0; // fixed-order lane sums
-        if (count > 1) {
-            out[outOff + 1] = sumLanes(lanes, L) + z1;
-        }
-        if (count > 2) {
-            out[outOff + 2] = sumLanes(lanes, 2 * L) + z2;
-        }
-        if (count > 3) {
-            out[outOff + 3] = sumLanes(lanes, 3 * L) + z3;
         }
     }
 
@@ -287,4 +91,219 @@ final class QuantizedVector {
             xsum[xsOff + g] = sum;
         }
     }
+
+    /**
+     * The prologue of a call on rows row..row+3 (beyond count: the last row's again): their scales to
+     * {@code sb[q·groups + g]} and their bias terms {@code Σ_g bias(r, g) · xsum[g]} (multiply-adds in group order) to
+     * {@code sb[4·groups + q]}. The four rows run interleaved (four independent chains), bf16 read inline.
+     */
+    static void prologue(Matrix w, int row, int count, float[] xsum, int xsOff, float[] sb) {
+        GroupQuant q = w.quant();
+        int groups = w.cols() / q.groupSize();
+        MemorySegment ss = q.scales();
+        MemorySegment bs = q.biases();
+        DType t = q.scaleType();
+        long i0 = (long) row * groups;
+        long i1 = (long) (row + Math.min(1, count - 1)) * groups;
+        long i2 = (long) (row + Math.min(2, count - 1)) * groups;
+        long i3 = (long) (row + Math.min(3, count - 1)) * groups;
+        float z0 = 0;
+        float z1 = 0;
+        float z2 = 0;
+        float z3 = 0;
+        if (t == DType.BF16) {
+            for (int g = 0; g < groups; g++) {
+                float xs = xsum[xsOff + g];
+                sb[g] = bf16(ss, i0 + g);
+                sb[groups + g] = bf16(ss, i1 + g);
+                sb[2 * groups + g] = bf16(ss, i2 + g);
+                sb[3 * groups + g] = bf16(ss, i3 + g);
+                z0 = Math.fma(bf16(bs, i0 + g), xs, z0);
+                z1 = Math.fma(bf16(bs, i1 + g), xs, z1);
+                z2 = Math.fma(bf16(bs, i2 + g), xs, z2);
+                z3 = Math.fma(bf16(bs, i3 + g), xs, z3);
+            }
+        } else {
+            for (int g = 0; g < groups; g++) {
+                float xs = xsum[xsOff + g];
+                sb[g] = t.read(ss, i0 + g);
+                sb[groups + g] = t.read(ss, i1 + g);
+                sb[2 * groups + g] = t.read(ss, i2 + g);
+                sb[3 * groups + g] = t.read(ss, i3 + g);
+                z0 = Math.fma(t.read(bs, i0 + g), xs, z0);
+                z1 = Math.fma(t.read(bs, i1 + g), xs, z1);
+                z2 = Math.fma(t.read(bs, i2 + g), xs, z2);
+                z3 = Math.fma(t.read(bs, i3 + g), xs, z3);
+            }
+        }
+        sb[4 * groups] = z0;
+        sb[4 * groups + 1] = z1;
+        sb[4 * groups + 2] = z2;
+        sb[4 * groups + 3] = z3;
+    }
+
+    private static float bf16(MemorySegment m, long i) {
+        return Float.intBitsToFloat((m.getAtIndex(Layouts.SHORT_LE, i) & 0xFFFF) << 16);
+    }
+
+    /** out[outOff+q] = the fixed-order lane sum of accumulator q (lanes[q·L..]) + its bias term, for q < count. */
+    static void finish(float[] lanes, float[] sb, int groups, int count, float[] out, int outOff) {
+        out[outOff] = sumLanes(lanes, 0) + sb[4 * groups];
+        if (count > 1) {
+            out[outOff + 1] = sumLanes(lanes, L) + sb[4 * groups + 1];
+        }
+        if (count > 2) {
+            out[outOff + 2] = sumLanes(lanes, 2 * L) + sb[4 * groups + 2];
+        }
+        if (count > 3) {
+            out[outOff + 3] = sumLanes(lanes, 3 * L) + sb[4 * groups + 3];
+        }
+    }
+
+    /**
+     * Up to four 4-bit rows of w (row .. row+count-1) times x (in the kernels' order: {@link #permute}):
+     * out[outOff+q] = row (row+q) · x, with {@code xsum[xsOff + g]} the sum of x over group g and {@code sb} room
+     * for 4 · groups + 4 floats (the rows' scales and bias terms: {@link #prologue}). See the class comment for the arithmetic. Rows
+     * beyond count are computed on a copy of the last one and not written.
+     */
+    static void matvecQ4(Matrix w, int row, int count, float[] x, int xOff, float[] xsum, int xsOff, float[] sb,
+            float[] out, int outOff) {
+        int n = w.cols();
+        int shift = Integer.numberOfTrailingZeros(w.quant().groupSize());
+        int groups = n >> shift;
+        MemorySegment seg = w.data();
+        long rb = w.quant().rowBytes(n);
+        int r1 = row + Math.min(1, count - 1);
+        int r2 = row + Math.min(2, count - 1);
+        int r3 = row + Math.min(3, count - 1);
+        long b0 = rb * row;
+        long b1 = rb * r1;
+        long b2 = rb * r2;
+        long b3 = rb * r3;
+        prologue(w, row, count, xsum, xsOff, sb);
+        FloatVector c0 = FloatVector.zero(F);
+        FloatVector c1 = FloatVector.zero(F);
+        FloatVector c2 = FloatVector.zero(F);
+        FloatVector c3 = FloatVector.zero(F);
+        FloatVector xv;
+        for (int k = 0; k < n; k += 8 * L) {
+            IntVector v0 = IntVector.fromMemorySegment(I, seg, b0 + k / 2, LE);
+            IntVector v1 = IntVector.fromMemorySegment(I, seg, b1 + k / 2, LE);
+            IntVector v2 = IntVector.fromMemorySegment(I, seg, b2 + k / 2, LE);
+            IntVector v3 = IntVector.fromMemorySegment(I, seg, b3 + k / 2, LE);
+            xv = FloatVector.fromArray(F, x, xOff + k);
+            FloatVector e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).mul(xv);
+            FloatVector e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).mul(xv);
+            FloatVector e2 = ((FloatVector) v2.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).mul(xv);
+            FloatVector e3 = ((FloatVector) v3.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).mul(xv);
+            xv = FloatVector.fromArray(F, x, xOff + k + 1 * L);
+            FloatVector o0 = ((FloatVector) v0.lanewise(VectorOperators.AND, 0xF0).convert(VectorOperators.I2F, 0)).mul(xv);
+            FloatVector o1 = ((FloatVector) v1.lanewise(VectorOperators.AND, 0xF0).convert(VectorOperators.I2F, 0)).mul(xv);
+            FloatVector o2 = ((FloatVector) v2.lanewise(VectorOperators.AND, 0xF0).convert(VectorOperators.I2F, 0)).mul(xv);
+            FloatVector o3 = ((FloatVector) v3.lanewise(VectorOperators.AND, 0xF0).convert(VectorOperators.I2F, 0)).mul(xv);
+            xv = FloatVector.fromArray(F, x, xOff + k + 2 * L);
+            e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, 0xF00).convert(VectorOperators.I2F, 0)).fma(xv, e0);
+            e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, 0xF00).convert(VectorOperators.I2F, 0)).fma(xv, e1);
+            e2 = ((FloatVector) v2.lanewise(VectorOperators.AND, 0xF00).convert(VectorOperators.I2F, 0)).fma(xv, e2);
+            e3 = ((FloatVector) v3.lanewise(VectorOperators.AND, 0xF00).convert(VectorOperators.I2F, 0)).fma(xv, e3);
+            xv = FloatVector.fromArray(F, x, xOff + k + 3 * L);
+            o0 = ((FloatVector) v0.lanewise(VectorOperators.AND, 0xF000).convert(VectorOperators.I2F, 0)).fma(xv, o0);
+            o1 = ((FloatVector) v1.lanewise(VectorOperators.AND, 0xF000).convert(VectorOperators.I2F, 0)).fma(xv, o1);
+            o2 = ((FloatVector) v2.lanewise(VectorOperators.AND, 0xF000).convert(VectorOperators.I2F, 0)).fma(xv, o2);
+            o3 = ((FloatVector) v3.lanewise(VectorOperators.AND, 0xF000).convert(VectorOperators.I2F, 0)).fma(xv, o3);
+            xv = FloatVector.fromArray(F, x, xOff + k + 4 * L);
+            e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, 0xF0000).convert(VectorOperators.I2F, 0)).fma(xv, e0);
+            e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, 0xF0000).convert(VectorOperators.I2F, 0)).fma(xv, e1);
+            e2 = ((FloatVector) v2.lanewise(VectorOperators.AND, 0xF0000).convert(VectorOperators.I2F, 0)).fma(xv, e2);
+            e3 = ((FloatVector) v3.lanewise(VectorOperators.AND, 0xF0000).convert(VectorOperators.I2F, 0)).fma(xv, e3);
+            xv = FloatVector.fromArray(F, x, xOff + k + 5 * L);
+            o0 = ((FloatVector) v0.lanewise(VectorOperators.AND, 0xF00000).convert(VectorOperators.I2F, 0)).fma(xv, o0);
+            o1 = ((FloatVector) v1.lanewise(VectorOperators.AND, 0xF00000).convert(VectorOperators.I2F, 0)).fma(xv, o1);
+            o2 = ((FloatVector) v2.lanewise(VectorOperators.AND, 0xF00000).convert(VectorOperators.I2F, 0)).fma(xv, o2);
+            o3 = ((FloatVector) v3.lanewise(VectorOperators.AND, 0xF00000).convert(VectorOperators.I2F, 0)).fma(xv, o3);
+            xv = FloatVector.fromArray(F, x, xOff + k + 6 * L);
+            e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, 0xF000000).convert(VectorOperators.I2F, 0)).fma(xv, e0);
+            e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, 0xF000000).convert(VectorOperators.I2F, 0)).fma(xv, e1);
+            e2 = ((FloatVector) v2.lanewise(VectorOperators.AND, 0xF000000).convert(VectorOperators.I2F, 0)).fma(xv, e2);
+            e3 = ((FloatVector) v3.lanewise(VectorOperators.AND, 0xF000000).convert(VectorOperators.I2F, 0)).fma(xv, e3);
+            xv = FloatVector.fromArray(F, x, xOff + k + 7 * L);
+            o0 = ((FloatVector) v0.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(xv, o0);
+            o1 = ((FloatVector) v1.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(xv, o1);
+            o2 = ((FloatVector) v2.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(xv, o2);
+            o3 = ((FloatVector) v3.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(xv, o3);
+            int g = k >> shift;
+            c0 = e0.add(o0).fma(FloatVector.broadcast(F, sb[g]), c0);
+            c1 = e1.add(o1).fma(FloatVector.broadcast(F, sb[groups + g]), c1);
+            c2 = e2.add(o2).fma(FloatVector.broadcast(F, sb[2 * groups + g]), c2);
+            c3 = e3.add(o3).fma(FloatVector.broadcast(F, sb[3 * groups + g]), c3);
+        }
+        float[] lanes = LANES.get();
+        c0.intoArray(lanes, 0);
+        c1.intoArray(lanes, L);
+        c2.intoArray(lanes, 2 * L);
+        c3.intoArray(lanes, 3 * L);
+        finish(lanes, sb, groups, count, out, outOff);
+    }
+
+
+    /** As {@link #matvecQ4}, for 8-bit rows. */
+    static void matvecQ8(Matrix w, int row, int count, float[] x, int xOff, float[] xsum, int xsOff, float[] sb,
+            float[] out, int outOff) {
+        int n = w.cols();
+        int shift = Integer.numberOfTrailingZeros(w.quant().groupSize());
+        int groups = n >> shift;
+        MemorySegment seg = w.data();
+        long rb = w.quant().rowBytes(n);
+        int r1 = row + Math.min(1, count - 1);
+        int r2 = row + Math.min(2, count - 1);
+        int r3 = row + Math.min(3, count - 1);
+        long b0 = rb * row;
+        long b1 = rb * r1;
+        long b2 = rb * r2;
+        long b3 = rb * r3;
+        prologue(w, row, count, xsum, xsOff, sb);
+        FloatVector c0 = FloatVector.zero(F);
+        FloatVector c1 = FloatVector.zero(F);
+        FloatVector c2 = FloatVector.zero(F);
+        FloatVector c3 = FloatVector.zero(F);
+        FloatVector xv;
+        for (int k = 0; k < n; k += 4 * L) {
+            IntVector v0 = IntVector.fromMemorySegment(I, seg, b0 + k, LE);
+            IntVector v1 = IntVector.fromMemorySegment(I, seg, b1 + k, LE);
+            IntVector v2 = IntVector.fromMemorySegment(I, seg, b2 + k, LE);
+            IntVector v3 = IntVector.fromMemorySegment(I, seg, b3 + k, LE);
+            xv = FloatVector.fromArray(F, x, xOff + k);
+            FloatVector e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).mul(xv);
+            FloatVector e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).mul(xv);
+            FloatVector e2 = ((FloatVector) v2.lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).mul(xv);
+            FloatVector e3 = ((FloatVector) v3.lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).mul(xv);
+            xv = FloatVector.fromArray(F, x, xOff + k + 1 * L);
+            FloatVector o0 = ((FloatVector) v0.lanewise(VectorOperators.AND, 0xFF00).convert(VectorOperators.I2F, 0)).mul(xv);
+            FloatVector o1 = ((FloatVector) v1.lanewise(VectorOperators.AND, 0xFF00).convert(VectorOperators.I2F, 0)).mul(xv);
+            FloatVector o2 = ((FloatVector) v2.lanewise(VectorOperators.AND, 0xFF00).convert(VectorOperators.I2F, 0)).mul(xv);
+            FloatVector o3 = ((FloatVector) v3.lanewise(VectorOperators.AND, 0xFF00).convert(VectorOperators.I2F, 0)).mul(xv);
+            xv = FloatVector.fromArray(F, x, xOff + k + 2 * L);
+            e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, 0xFF0000).convert(VectorOperators.I2F, 0)).fma(xv, e0);
+            e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, 0xFF0000).convert(VectorOperators.I2F, 0)).fma(xv, e1);
+            e2 = ((FloatVector) v2.lanewise(VectorOperators.AND, 0xFF0000).convert(VectorOperators.I2F, 0)).fma(xv, e2);
+            e3 = ((FloatVector) v3.lanewise(VectorOperators.AND, 0xFF0000).convert(VectorOperators.I2F, 0)).fma(xv, e3);
+            xv = FloatVector.fromArray(F, x, xOff + k + 3 * L);
+            o0 = ((FloatVector) v0.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(xv, o0);
+            o1 = ((FloatVector) v1.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(xv, o1);
+            o2 = ((FloatVector) v2.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(xv, o2);
+            o3 = ((FloatVector) v3.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(xv, o3);
+            int g = k >> shift;
+            c0 = e0.add(o0).fma(FloatVector.broadcast(F, sb[g]), c0);
+            c1 = e1.add(o1).fma(FloatVector.broadcast(F, sb[groups + g]), c1);
+            c2 = e2.add(o2).fma(FloatVector.broadcast(F, sb[2 * groups + g]), c2);
+            c3 = e3.add(o3).fma(FloatVector.broadcast(F, sb[3 * groups + g]), c3);
+        }
+        float[] lanes = LANES.get();
+        c0.intoArray(lanes, 0);
+        c1.intoArray(lanes, L);
+        c2.intoArray(lanes, 2 * L);
+        c3.intoArray(lanes, 3 * L);
+        finish(lanes, sb, groups, count, out, outOff);
+    }
+
 }
