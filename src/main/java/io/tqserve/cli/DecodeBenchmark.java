@@ -13,10 +13,7 @@ import io.tqserve.model.ForwardState;
 import io.tqserve.model.ModelConfig;
 import io.tqserve.model.ModelWeights;
 import io.tqserve.model.Safetensors;
-import io.tqserve.model.SafetensorsWriter;
 import io.tqserve.model.Transformer;
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -24,13 +21,14 @@ import java.util.Set;
 
 /**
  * {@code ./tqserve bench decode [--model DIR] [--synthetic] [--prompt-tokens N] [--decode-tokens N] [--threads N]
- * [--kv turbo:k8v3] [--contexts 256,1024,...] [--repeat N] [--max-context N] [--no-sweep] [--weights bf16,8,4]}:
- * prefill and decode tok/s, a memory copy bandwidth measured in the same run, and the fraction of the decode
- * roofline reached (weight bytes per token × tok/s ÷ copy bandwidth); then a context-length sweep
- * ({@link ContextSweep}): decode tok/s and attention time per step for bf16 and the three attention paths of the
- * turbo scheme, as ratios to bf16. {@code --synthetic} benchmarks a ~0.5B random bf16 Llama (hidden 2048, 16 heads,
- * 8 KV heads, head_dim 128, intermediate 5632, 12 layers, 8192 positions) written to a temp folder and deleted
- * afterwards. {@code --max-context N} overrides the model's max positions (RoPE tables), e.g. to sweep the tiny
+ * [--kv turbo:k8v3] [--contexts 256,1024,...] [--repeat N] [--max-context N] [--no-sweep] [--weights bf16,8,4]
+ * [--synthetic-dir DIR]}: prefill and decode tok/s, the memory read and copy bandwidths measured in the same run
+ * ({@link MemoryBandwidth}), and the fraction of the decode roofline reached (weight bytes per token × tok/s ÷ read
+ * bandwidth; the fraction of the copy bandwidth beside it); then a context-length sweep ({@link ContextSweep}):
+ * decode tok/s and attention time per step for bf16 and the three attention paths of the turbo scheme, as ratios to
+ * bf16. {@code --synthetic} benchmarks the {@link SyntheticModel} written to a temp folder and deleted afterwards;
+ * {@code --synthetic-dir DIR} writes it to DIR once and keeps it (later runs reuse it; other engines can convert it).
+ * {@code --max-context N} overrides the model's max positions (RoPE tables), e.g. to sweep the tiny
  * 2048-position model to 4k+ (its outputs beyond its trained context are meaningless; its speed is not).
  * {@code --weights bf16,8,4} repeats the benchmark on copies quantized to each width (MLX affine, group 64) and
  * prints their decode tok/s as ratios to the first.
@@ -41,7 +39,8 @@ final class DecodeBenchmark {
 
     static int run(String[] args) throws Exception {
         CliArgs a = new CliArgs(args, 2, Set.of("--model", "--prompt-tokens", "--decode-tokens", "--threads", "--kv",
-                "--contexts", "--repeat", "--max-context", "--weights", "--backend", "--mlx-library", "--mlx-dtype"),
+                "--contexts", "--repeat", "--max-context", "--weights", "--backend", "--mlx-library", "--mlx-dtype",
+                "--synthetic-dir"),
                 Set.of("--synthetic", "--no-sweep"));
         List<Integer> weights = parseWeights(a.get("--weights", "bf16"));
         KvScheme kv = KvScheme.parse(a.get("--kv", "turbo:k8v3"));
@@ -57,46 +56,31 @@ final class DecodeBenchmark {
                         a.get("--mlx-dtype", "native"))));
         try (ComputeBackend backend = selection.backend()) {
             System.out.println("backend: " + backend.describe());
-            double copyGbs = copyBandwidth();
-            System.out.printf("memory copy bandwidth: %.2f GB/s (STREAM convention: bytes read + bytes written, 512 MiB copy, best of 5)%n", copyGbs);
-            if (a.has("--synthetic")) {
-                Path dir = Files.createTempDirectory("tqserve-synthetic-0.5b");
+            Ceilings mem = new Ceilings(MemoryBandwidth.read(backend), MemoryBandwidth.copy());
+            System.out.printf("memory read bandwidth: %.2f GB/s (%d threads, each streaming its slice of a 1 GiB buffer,"
+                    + " best of 7)%n", mem.readGbs(), backend.threads());
+            System.out.printf("memory copy bandwidth: %.2f GB/s (STREAM convention: bytes read + bytes written, 512 MiB"
+                    + " copy on one thread, best of 5)%n", mem.copyGbs());
+            if (a.has("--synthetic-dir")) { // written once, kept for later runs and for other engines' converters
+                Path dir = SyntheticModel.writeIfAbsent(Path.of(a.get("--synthetic-dir", null)));
+                benchWeights("synthetic-0.58b", dir, weights, backend, promptTokens, decodeTokens, mem, sweep);
+            } else if (a.has("--synthetic")) {
+                Path dir = SyntheticModel.writeTemp();
                 try {
-                    System.out.println("writing the synthetic ~0.5B model to " + dir + " ...");
-                    SafetensorsWriter.writeLlama(dir, 2048, 5632, 12, 16, 8, 128, 32000, 8192, null, 42);
-                    benchWeights("synthetic-0.5b", dir, weights, backend, promptTokens, decodeTokens, copyGbs, sweep);
+                    benchWeights("synthetic-0.58b", dir, weights, backend, promptTokens, decodeTokens, mem, sweep);
                 } finally {
-                    deleteTree(dir);
+                    SyntheticModel.deleteTree(dir);
                 }
             } else {
                 benchWeights("model", Path.of(a.get("--model", TqserveMain.DEFAULT_MODEL)), weights, backend,
-                        promptTokens, decodeTokens, copyGbs, sweep);
+                        promptTokens, decodeTokens, mem, sweep);
             }
         }
         return 0;
     }
 
-    /**
-     * GB/s of MemorySegment.copy over a buffer far larger than the caches, counted as STREAM counts Copy (bytes
-     * read + bytes written): the memory bandwidth ceiling that a decode step, which streams every weight once, runs
-     * against.
-     */
-    static double copyBandwidth() {
-        long size = 512L << 20;
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment src = arena.allocate(size, 64);
-            MemorySegment dst = arena.allocate(size, 64);
-            src.fill((byte) 1);
-            dst.fill((byte) 2);
-            double best = 0;
-            for (int i = 0; i < 5; i++) {
-                long t0 = System.nanoTime();
-                MemorySegment.copy(src, 0, dst, 0, size);
-                long t1 = System.nanoTime();
-                best = Math.max(best, 2.0 * size / ((t1 - t0) / 1e9) / 1e9);
-            }
-            return best;
-        }
+    /** The two bandwidths the roofline fractions divide by, GB/s. */
+    record Ceilings(double readGbs, double copyGbs) {
     }
 
     /** "bf16,8,4" to code widths, 0 standing for the dense weights as stored. */
@@ -119,13 +103,13 @@ final class DecodeBenchmark {
      * ratio to the first arm of this same run.
      */
     static void benchWeights(String label, Path dir, List<Integer> weights, ComputeBackend backend, int promptTokens,
-            int decodeTokens, double copyGbs, Sweep sweep) throws Exception {
+            int decodeTokens, Ceilings mem, Sweep sweep) throws Exception {
         List<String> names = new java.util.ArrayList<>();
         List<Double> rates = new java.util.ArrayList<>();
         for (int bits : weights) {
             if (bits == 0) {
                 names.add("dense");
-                rates.add(bench(label, dir, backend, promptTokens, decodeTokens, copyGbs, sweep));
+                rates.add(bench(label, dir, backend, promptTokens, decodeTokens, mem, sweep));
                 continue;
             }
             Path q = Files.createTempDirectory("tqserve-bench-q" + bits);
@@ -134,10 +118,10 @@ final class DecodeBenchmark {
                 io.tqserve.model.quantize.WeightQuantizer.run(dir, q, new io.tqserve.model.quantize.WeightQuantizer.Options(
                         bits, 64, null, false, 0, null), null);
                 names.add("q" + bits);
-                rates.add(bench(label + " " + bits + "-bit weights", q, backend, promptTokens, decodeTokens, copyGbs,
+                rates.add(bench(label + " " + bits + "-bit weights", q, backend, promptTokens, decodeTokens, mem,
                         sweep));
             } finally {
-                deleteTree(q);
+                SyntheticModel.deleteTree(q);
             }
         }
         if (rates.size() > 1) {
@@ -147,15 +131,6 @@ final class DecodeBenchmark {
             }
             System.out.println(sb);
         }
-    }
-
-    static void deleteTree(Path dir) throws java.io.IOException {
-        try (var files = Files.list(dir)) {
-            for (Path f : files.toList()) {
-                Files.deleteIfExists(f);
-            }
-        }
-        Files.deleteIfExists(dir);
     }
 
     /** What the context sweep runs; contexts null = the default ladder. */
@@ -179,7 +154,7 @@ final class DecodeBenchmark {
 
     /** Benchmarks one model folder; returns its decode tok/s. */
     static double bench(String label, Path dir, ComputeBackend backend, int promptTokens, int decodeTokens,
-            double copyGbs, Sweep sweep) throws Exception {
+            Ceilings mem, Sweep sweep) throws Exception {
         ModelConfig c = ModelConfig.load(dir);
         if (sweep != null && sweep.maxContext() > 0) {
             c = new ModelConfig(c.architecture(), c.dim(), c.hiddenDim(), c.numLayers(), c.numHeads(), c.numKvHeads(),
@@ -231,8 +206,9 @@ final class DecodeBenchmark {
                     result[2] = 1e9 / sorted[sorted.length / 2];
                 }
             }
-            double roofline = weightBytesPerToken * result[1] / (copyGbs * 1e9);
-            double medianRoofline = weightBytesPerToken * result[2] / (copyGbs * 1e9);
+            double readRoofline = weightBytesPerToken * result[1] / (mem.readGbs() * 1e9);
+            double medianReadRoofline = weightBytesPerToken * result[2] / (mem.readGbs() * 1e9);
+            double copyRoofline = weightBytesPerToken * result[1] / (mem.copyGbs() * 1e9);
             System.out.printf("%s: %s, %d layers, dim %d, %.1f MB weights read per token%n", label,
                     c.architecture().hfName(), c.numLayers(), c.dim(), weightBytesPerToken / 1e6);
             System.out.printf("  prefill %d tokens: %.1f tok/s%n", promptTokens, result[0]);
@@ -244,8 +220,8 @@ final class DecodeBenchmark {
                         (double) stepStats.bytesToJava() / decodeTokens, stepStats.activeBytes() / 1e6,
                         stepStats.peakBytes() / 1e6);
             }
-            System.out.printf("  decode roofline fraction: %.2f (weight bytes/token x tok/s / copy bandwidth; median"
-                    + " step %.2f)%n", roofline, medianRoofline);
+            System.out.printf("  decode roofline fraction: %.2f (weight bytes/token x tok/s / read bandwidth; median"
+                    + " step %.2f; against the copy bandwidth %.2f)%n", readRoofline, medianReadRoofline, copyRoofline);
             BatchedDecode.run(t, backend, prompt, decodeTokens, System.out);
             if (sweep != null) {
                 List<Integer> contexts = sweep.contexts() != null ? sweep.contexts()
