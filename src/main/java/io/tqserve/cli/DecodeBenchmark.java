@@ -21,9 +21,9 @@ import java.util.Set;
 
 /**
  * {@code ./tqserve bench decode [--model DIR] [--synthetic] [--prompt-tokens N] [--decode-tokens N] [--threads N]
- * [--kv turbo:k8v3] [--contexts 256,1024,...] [--repeat N] [--max-context N] [--no-sweep] [--weights bf16,8,4]
- * [--synthetic-dir DIR]}: prefill and decode tok/s, the memory read and copy bandwidths measured in the same run
- * ({@link MemoryBandwidth}), and the fraction of the decode roofline reached (weight bytes per token × tok/s ÷ read
+ * [--kv turbo:k8v3] [--contexts 256,1024,...] [--repeat N] [--max-context N] [--no-sweep] [--no-batched]
+ * [--weights bf16,8,4] [--synthetic-dir DIR]}: prefill and decode tok/s, the memory read and copy bandwidths
+ * measured in the same run ({@link MemoryBandwidth}), and the fraction of the decode roofline reached (weight bytes per token × tok/s ÷ read
  * bandwidth; the fraction of the copy bandwidth beside it); then a context-length sweep ({@link ContextSweep}):
  * decode tok/s and attention time per step for bf16 and the three attention paths of the turbo scheme, as ratios to
  * bf16. {@code --synthetic} benchmarks the {@link SyntheticModel} written to a temp folder and deleted afterwards;
@@ -31,7 +31,8 @@ import java.util.Set;
  * {@code --max-context N} overrides the model's max positions (RoPE tables), e.g. to sweep the tiny
  * 2048-position model to 4k+ (its outputs beyond its trained context are meaningless; its speed is not).
  * {@code --weights bf16,8,4} repeats the benchmark on copies quantized to each width (MLX affine, group 64) and
- * prints their decode tok/s as ratios to the first.
+ * prints their decode tok/s as ratios to the first. {@code --no-batched} skips the table of 1/2/4/8 sequences
+ * decoded together.
  */
 final class DecodeBenchmark {
     private DecodeBenchmark() {
@@ -41,7 +42,7 @@ final class DecodeBenchmark {
         CliArgs a = new CliArgs(args, 2, Set.of("--model", "--prompt-tokens", "--decode-tokens", "--threads", "--kv",
                 "--contexts", "--repeat", "--max-context", "--weights", "--backend", "--mlx-library", "--mlx-dtype",
                 "--synthetic-dir"),
-                Set.of("--synthetic", "--no-sweep"));
+                Set.of("--synthetic", "--no-sweep", "--no-batched"));
         List<Integer> weights = parseWeights(a.get("--weights", "bf16"));
         KvScheme kv = KvScheme.parse(a.get("--kv", "turbo:k8v3"));
         if (!(kv instanceof KvScheme.Turbo turbo)) {
@@ -56,7 +57,7 @@ final class DecodeBenchmark {
                         a.get("--mlx-dtype", "native"))));
         try (ComputeBackend backend = selection.backend()) {
             System.out.println("backend: " + backend.describe());
-            Ceilings mem = new Ceilings(MemoryBandwidth.read(backend), MemoryBandwidth.copy());
+            Ceilings mem = new Ceilings(MemoryBandwidth.read(backend), MemoryBandwidth.copy(), !a.has("--no-batched"));
             System.out.printf("memory read bandwidth: %.2f GB/s (%d threads, each streaming its slice of a 1 GiB buffer,"
                     + " best of 7)%n", mem.readGbs(), backend.threads());
             System.out.printf("memory copy bandwidth: %.2f GB/s (STREAM convention: bytes read + bytes written, 512 MiB"
@@ -79,8 +80,8 @@ final class DecodeBenchmark {
         return 0;
     }
 
-    /** The two bandwidths the roofline fractions divide by, GB/s. */
-    record Ceilings(double readGbs, double copyGbs) {
+    /** The two bandwidths the roofline fractions divide by (GB/s); batched: run the 1/2/4/8-sequence table too. */
+    record Ceilings(double readGbs, double copyGbs, boolean batched) {
     }
 
     /** "bf16,8,4" to code widths, 0 standing for the dense weights as stored. */
@@ -222,7 +223,9 @@ final class DecodeBenchmark {
             }
             System.out.printf("  decode roofline fraction: %.2f (weight bytes/token x tok/s / read bandwidth; median"
                     + " step %.2f; against the copy bandwidth %.2f)%n", readRoofline, medianReadRoofline, copyRoofline);
-            BatchedDecode.run(t, backend, prompt, decodeTokens, System.out);
+            if (mem.batched()) {
+                BatchedDecode.run(t, backend, prompt, decodeTokens, System.out);
+            }
             if (sweep != null) {
                 List<Integer> contexts = sweep.contexts() != null ? sweep.contexts()
                         : ContextSweep.defaultContexts(c.maxPositions(), decodeTokens, sweep.repeat());

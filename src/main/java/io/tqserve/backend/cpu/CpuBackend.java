@@ -140,17 +140,12 @@ public final class CpuBackend implements ComputeBackend {
             }
             return;
         }
-        // matrix-matrix: four weight rows decoded once, then tiles against the activation rows (column-blocked
-        // for a prompt: BlockedGemm)
+        // matrix-matrix: four weight rows decoded once, then tiles against the activation rows
         float[] wRows = scratch(4 * inDim);
         for (int j = from; j < to; j += 4) {
             int count = Math.min(4, to - j);
             for (int q = 0; q < count; q++) {
                 kernels.decodeRow(w, j + q, wRows, q * inDim);
-            }
-            if (count == 4 && rows >= BlockedGemm.MIN_ROWS && kernels instanceof VectorKernels) {
-                BlockedGemm.rows4(wRows, x, rows, inDim, out, j, outDim);
-                continue;
             }
             for (int r = 0; r < rows; r += 4) {
                 kernels.tile(wRows, 0, count, x, r * inDim, Math.min(4, rows - r), inDim, out, r * outDim + j,
