@@ -154,8 +154,11 @@ final class DecodeBenchmark {
     }
 
     /** Benchmarks one model folder; returns its decode tok/s. */
-    static double bench(String label, Path dir, ComputeBackend backend, int promptTokens, int decodeTokens,
+    static double bench(String label, Path dir, ComputeBackend device, int promptTokens, int decodeTokens,
             Ceilings mem, Sweep sweep) throws Exception {
+        // on the CPU backend the decode step is timed by phase; a device backend runs the whole forward itself
+        PhaseTimedBackend timed = "cpu".equals(device.name()) ? new PhaseTimedBackend(device) : null;
+        ComputeBackend backend = timed != null ? timed : device;
         ModelConfig c = ModelConfig.load(dir);
         if (sweep != null && sweep.maxContext() > 0) {
             c = new ModelConfig(c.architecture(), c.dim(), c.hiddenDim(), c.numLayers(), c.numHeads(), c.numKvHeads(),
@@ -190,6 +193,9 @@ final class DecodeBenchmark {
                     long t1 = System.nanoTime();
                     int[] one = {prompt[0]};
                     DeviceStats decodeStart = backend.deviceStats();
+                    if (timed != null) {
+                        timed.reset();
+                    }
                     long s0 = t1;
                     for (int i = 0; i < decodeTokens; i++) {
                         t.forward(state, List.of(sampler == null ? Transformer.Chunk.of(cache, one)
@@ -215,6 +221,15 @@ final class DecodeBenchmark {
             System.out.printf("  prefill %d tokens: %.1f tok/s%n", promptTokens, result[0]);
             System.out.printf("  decode  %d tokens: %.1f tok/s (bf16 KV; median step %.1f tok/s)%n", decodeTokens,
                     result[1], result[2]);
+            if (timed != null) {
+                double stepMs = 1e3 / result[1];
+                double mm = timed.matmulNanos / 1e6 / decodeTokens;
+                double par = timed.parallelNanos / 1e6 / decodeTokens;
+                System.out.printf("  per decode step: %.2f ms = weight matmuls %.2f ms (%.1f GB/s of weights, %.2f of the"
+                        + " read bandwidth) + attention and other parallel work %.2f ms + the lane thread alone %.2f ms%n",
+                        stepMs, mm, timed.matmulBytes / (timed.matmulNanos / 1e9) / 1e9,
+                        timed.matmulBytes / (timed.matmulNanos / 1e9) / 1e9 / mem.readGbs(), par, stepMs - mm - par);
+            }
             if (!"cpu".equals(backend.name())) {
                 System.out.printf("  per decode step: %.2f device evaluations, %.1f bytes device->Java; device memory "
                         + "active %.1f MB, peak %.1f MB%n", (double) stepStats.evaluations() / decodeTokens,
