@@ -42,7 +42,7 @@ final class GenerateCommand {
         KvScheme scheme = KvScheme.parse(a.get("--kv", "bf16"));
         BackendSelector.Selection selection;
         try {
-            selection = BackendSelector.select(Model.backendTypeFor(a.get("--backend", "auto"), modelDir),
+            selection = BackendSelector.select(a.get("--backend", "auto"),
                     a.getInt("--threads", 0),
                     a.get("--mlx-library", null), io.tqserve.backend.mlx.MlxOptions.DEFAULTS.withDtype(
                             io.tqserve.backend.mlx.MlxOptions.Dtype.parse(a.get("--mlx-dtype", "native"))));

@@ -33,7 +33,7 @@ import java.util.List;
  *   <li>effective bits per KV element from {@code KvLayout} (stored bytes per token and head × 8 / (2·headDim)).</li>
  * </ul>
  */
-final class KvCurve {
+public final class KvCurve {
     /** One line of the curve. */
     record Row(String scheme, double effectiveBits, double compression, double meanKl, double perplexity,
             double top1Agreement) {
@@ -158,8 +158,8 @@ final class KvCurve {
         }
     }
 
-    /** log-softmax in float64. */
-    static double[] logSoftmax(float[] logits) {
+    /** log-softmax in float64 (also the KL of the MLX native-mode tests). */
+    public static double[] logSoftmax(float[] logits) {
         double max = Double.NEGATIVE_INFINITY;
         for (float l : logits) {
             max = Math.max(max, l);
@@ -176,7 +176,7 @@ final class KvCurve {
         return out;
     }
 
-    static int argmax(double[] x) {
+    public static int argmax(double[] x) {
         int best = 0;
         for (int i = 1; i < x.length; i++) {
             if (x[i] > x[best]) {

@@ -61,13 +61,7 @@ public final class ModelLoader implements SmartLifecycle {
     private void load() {
         long t0 = System.nanoTime();
         try {
-            String requested = props.backend().type().name();
-            String type = Model.backendTypeFor(requested, plan.modelDir());
-            if (!type.equalsIgnoreCase(requested)) {
-                log.info("tqserve: backend auto -> cpu: the model's weights are quantized, which the MLX backend "
-                        + "does not run yet");
-            }
-            BackendSelector.Selection selection = BackendSelector.select(type,
+            BackendSelector.Selection selection = BackendSelector.select(props.backend().type().name(),
                     props.backend().threads(), props.backend().mlx().library(), props.backend().mlx().options());
             log.info("tqserve: {}", selection.reason());
             ComputeBackend b = selection.backend();

@@ -89,7 +89,7 @@ public final class StartupValidator {
         if ("mlx".equals(backend)) {
             Optional<Path> lib = BackendSelector.discover(p.backend().mlx().library(), System.getenv(),
                     BackendSelector.DEFAULT_DIRS).library();
-            lib.ifPresent(l -> MlxMemoryCheck.require(Mlx.open(l), dir, config, p, plans));
+            lib.ifPresent(l -> MlxMemoryCheck.require(Mlx.open(l), dir, p, plans));
         }
         String id = p.model().id().isBlank() ? dir.toAbsolutePath().normalize().getFileName().toString()
                 : p.model().id();

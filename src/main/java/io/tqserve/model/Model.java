@@ -43,24 +43,6 @@ public final class Model implements AutoCloseable {
         this.quantization = quantization;
     }
 
-    /**
-     * The backend type to select for a model folder: {@code auto} becomes {@code cpu} for a model with quantized
-     * weights, which only the CPU backend runs so far (an explicit {@code mlx} is left to fail at load with the
-     * reason). Returns the requested type otherwise; a config that cannot be read is left to {@link #load}.
-     */
-    public static String backendTypeFor(String requested, Path dir) {
-        if (requested != null && requested.trim().equalsIgnoreCase("auto") && Files.isRegularFile(dir.resolve("config.json"))) {
-            try {
-                if (QuantizationConfig.load(dir).quantized()) {
-                    return "cpu";
-                }
-            } catch (IOException | RuntimeException e) {
-                return requested;
-            }
-        }
-        return requested;
-    }
-
     /** Loads a model folder onto a backend. Errors name the file and what is wrong with it. */
     public static Model load(Path dir, ComputeBackend backend) throws IOException {
         if (!Files.isDirectory(dir)) {
@@ -68,11 +50,6 @@ public final class Model implements AutoCloseable {
         }
         ModelConfig config = ModelConfig.load(dir);
         QuantizationConfig quantization = QuantizationConfig.load(dir);
-        if (quantization.quantized() && !backend.name().equals("cpu")) {
-            throw new IllegalArgumentException("the model in " + dir.toAbsolutePath() + " has quantized weights ("
-                    + quantization.describe() + "), which the " + backend.name() + " backend does not run yet: "
-                    + "use tqserve.backend.type=cpu");
-        }
         GenerationConfig generation = GenerationConfig.load(dir, config.eosTokenIds());
         Safetensors st = Safetensors.open(dir);
         Tokenizer tokenizer = null;

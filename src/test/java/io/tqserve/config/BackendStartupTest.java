@@ -47,7 +47,7 @@ class BackendStartupTest {
                             .isInstanceOf(StartupValidationException.class)
                             .hasMessageContaining("need")
                             .hasMessageContaining("of MLX device memory")
-                            .hasMessageContaining("lower tqserve.lanes.batched.kv-budget");
+                            .hasMessageContaining("tqserve.lanes.batched.kv-budget or tqserve.lanes.batched.max-batch");
                 });
     }
 

@@ -10,10 +10,8 @@ import io.tqserve.backend.cpu.CpuBackend;
 import io.tqserve.backend.mlx.MlxBackend;
 import io.tqserve.backend.mlx.MlxOptions;
 import io.tqserve.backend.mlx.MlxTestLibrary;
-import io.tqserve.kv.AttentionShape;
 import io.tqserve.kv.KvCache;
 import io.tqserve.kv.KvCacheFactory;
-import io.tqserve.kv.KvLayout;
 import io.tqserve.kv.KvScheme;
 import io.tqserve.kv.turbo.AttentionPath;
 import io.tqserve.kv.turbo.DeviceTurboKvCache;
@@ -254,13 +252,12 @@ class MlxTurboKvCacheTest {
     }
 
     /** A KV cache that stores every pass in two caches and answers with the first one's attention. */
-    static final class Tee implements KvCache {
-        final KvCache main;
+    static final class Tee extends ForwardingKvCache {
         final KvCache other;
         float worst;
 
         Tee(KvCache main, KvCache other) {
-            this.main = main;
+            super(main);
             this.other = other;
         }
 
@@ -282,41 +279,6 @@ class MlxTurboKvCacheTest {
         }
 
         @Override
-        public KvScheme scheme() {
-            return main.scheme();
-        }
-
-        @Override
-        public AttentionShape shape() {
-            return main.shape();
-        }
-
-        @Override
-        public KvLayout layout() {
-            return main.layout();
-        }
-
-        @Override
-        public int length() {
-            return main.length();
-        }
-
-        @Override
-        public int maxTokens() {
-            return main.maxTokens();
-        }
-
-        @Override
-        public long bytesAllocated() {
-            return main.bytesAllocated();
-        }
-
-        @Override
-        public void exportLayer(int layer, int from, int count, MemorySegment dst) {
-            main.exportLayer(layer, from, count, dst);
-        }
-
-        @Override
         public void importLayer(int layer, int count, MemorySegment src) {
             throw new UnsupportedOperationException();
         }
@@ -327,7 +289,7 @@ class MlxTurboKvCacheTest {
         }
 
         @Override
-        public void close() {
+        public void close() { // the caller closes both caches
         }
     }
 }

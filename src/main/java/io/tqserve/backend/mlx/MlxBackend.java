@@ -38,7 +38,7 @@ public final class MlxBackend implements ComputeBackend {
     private final CpuBackend cpu;
     private final MlxOptions options;
     final ReentrantLock lock = new ReentrantLock(true);
-    private final Map<Matrix, MlxArray> deviceWeights = new IdentityHashMap<>(); // Matrix -> (cols, rows) view
+    private final Map<Matrix, MlxLinear> deviceWeights = new IdentityHashMap<>(); // Matrix -> the decoder's arrays
     private final long wiredLimit;
 
     /** Applies the options' wired and cache limits to MLX (process-wide settings of the runtime). */
@@ -148,10 +148,10 @@ public final class MlxBackend implements ComputeBackend {
                 mlx.cacheMemory());
     }
 
-    /** Makes {@link #matmul} against {@code m} use the decoder's device array {@code transposed} (in, out). */
-    void registerWeight(Matrix m, MlxArray transposed) {
+    /** Makes {@link #matmul} against {@code m} use the decoder's device weight {@code lin} (dense or quantized). */
+    void registerWeight(Matrix m, MlxLinear lin) {
         synchronized (deviceWeights) {
-            deviceWeights.put(m, transposed);
+            deviceWeights.put(m, lin);
         }
     }
 
@@ -164,23 +164,24 @@ public final class MlxBackend implements ComputeBackend {
     }
 
     /**
-     * out = x · wᵀ: on the MLX device against the decoder's array when the weight is one the device decoder
-     * holds (nothing is copied to the device but x), else with the Java kernels on the mapped weight.
+     * out = x · wᵀ: on the MLX device against the decoder's arrays when the weight is one the device decoder
+     * holds (a quantized weight as a quantized matmul; nothing is copied to the device but x), else with the Java
+     * kernels on the mapped weight.
      */
     @Override
     public void matmul(Matrix w, float[] x, int rows, float[] out) {
-        MlxArray wt;
+        MlxLinear lin;
         synchronized (deviceWeights) {
-            wt = deviceWeights.get(w);
+            lin = deviceWeights.get(w);
         }
-        if (wt == null) {
+        if (lin == null) {
             cpu.matmul(w, x, rows, out);
             return;
         }
         lock.lock();
         try (MlxScope s = mlx.newScope()) {
             MlxArray xa = s.fromFloatsAt(x, 0, rows * w.cols(), rows, w.cols());
-            MlxArray y = s.matmul(xa.dtype() == wt.dtype() ? xa : s.astype(xa, wt.dtype()), wt);
+            MlxArray y = lin.apply(s, xa.dtype() == lin.dtype() ? xa : s.astype(xa, lin.dtype()));
             s.copyFloats(y, out, 0);
         } finally {
             lock.unlock();

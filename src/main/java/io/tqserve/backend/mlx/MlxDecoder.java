@@ -28,10 +28,10 @@ import java.util.Map;
  */
 final class MlxDecoder implements DeviceDecoder {
 
-    /** One layer's weights; matrices are stored transposed, (in, out), so that y = x · w. */
-    private record Layer(MlxArray attnNorm, MlxArray wq, MlxArray wk, MlxArray wv, MlxArray wo, MlxArray bq,
-            MlxArray bk, MlxArray bv, MlxArray qNorm, MlxArray kNorm, MlxArray mlpNorm, MlxArray wGate,
-            MlxArray wUp, MlxArray wDown) {
+    /** One layer's weights; each projection dense or quantized ({@link MlxLinear}), y = x · wᵀ. */
+    private record Layer(MlxArray attnNorm, MlxLinear wq, MlxLinear wk, MlxLinear wv, MlxLinear wo, MlxArray bq,
+            MlxArray bk, MlxArray bv, MlxArray qNorm, MlxArray kNorm, MlxArray mlpNorm, MlxLinear wGate,
+            MlxLinear wUp, MlxLinear wDown) {
     }
 
     private final MlxBackend backend;
@@ -39,16 +39,17 @@ final class MlxDecoder implements DeviceDecoder {
     private final DecoderSpec spec;
     private final MlxStore store;
     private final MlxDtype dtype;
-    private final MlxArray embedding;  // (vocabSize, dim)
-    private final MlxArray lmHead;     // (dim, vocabSize), transposed
+    private final MlxLinear embedding; // (vocabSize, dim), looked up by token id
+    private final MlxLinear lmHead;    // (vocabSize, dim): the embedding itself when tied
     private final MlxArray finalNorm;  // (dim)
     private final MlxArray ropePeriods; // (headDim/2) float32, 1 / inverse frequency
     private final Layer[] layers;
     private final List<io.tqserve.backend.Matrix> registered;
     private final float attnScale;
+    private final String weightsDescription;
 
-    private MlxDecoder(MlxBackend backend, DecoderSpec spec, MlxStore store, MlxDtype dtype, MlxArray embedding,
-            MlxArray lmHead, MlxArray finalNorm, MlxArray ropePeriods, Layer[] layers,
+    private MlxDecoder(MlxBackend backend, DecoderSpec spec, MlxStore store, MlxDtype dtype, MlxLinear embedding,
+            MlxLinear lmHead, MlxArray finalNorm, MlxArray ropePeriods, Layer[] layers,
             List<io.tqserve.backend.Matrix> registered) {
         this.backend = backend;
         this.mlx = backend.mlx();
@@ -62,14 +63,31 @@ final class MlxDecoder implements DeviceDecoder {
         this.layers = layers;
         this.registered = registered;
         this.attnScale = (float) (1.0 / Math.sqrt(spec.headDim()));
+        List<MlxLinear> all = new ArrayList<>(List.of(embedding));
+        if (lmHead != embedding) {
+            all.add(lmHead);
+        }
+        for (Layer l : layers) {
+            all.addAll(List.of(l.wq(), l.wk(), l.wv(), l.wo(), l.wGate(), l.wUp(), l.wDown()));
+        }
+        this.weightsDescription = describeWeights(dtype, all);
+    }
+
+    /** "bfloat16 weights and activations", or for quantized weights their widths and how many layers use them. */
+    private static String describeWeights(MlxDtype dtype, List<MlxLinear> all) {
+        String d = dtype.name().toLowerCase(java.util.Locale.ROOT);
+        List<MlxLinear> q = all.stream().filter(MlxLinear::quantized).toList();
+        if (q.isEmpty()) {
+            return d + " weights and activations";
+        }
+        String widths = q.stream().map(l -> l.bits() + "-bit group " + l.groupSize()).distinct().sorted()
+                .collect(java.util.stream.Collectors.joining(", "));
+        return "group-affine quantized weights (" + widths + "; " + q.size() + " of " + all.size()
+                + " linear layers and embeddings), " + d + " activations";
     }
 
     /** Loads (and, for {@code float32}, converts) the weights, evaluated before returning. */
     static MlxDecoder open(MlxBackend backend, DecoderSpec spec) {
-        if (spec.javaMatrices().values().stream().anyMatch(m -> m.dtype() == io.tqserve.backend.DType.U32)) {
-            throw new UnsupportedOperationException(
-                    "quantized weights are not supported on the MLX backend yet: use tqserve.backend.type=cpu");
-        }
         Mlx mlx = backend.mlx();
         MlxStore store = mlx.newStore();
         backend.lock.lock();
@@ -80,19 +98,12 @@ final class MlxDecoder implements DeviceDecoder {
                 all.putAll(s.loadSafetensors(f));
             }
             ld = new MlxWeights(backend, s, store, all, spec);
-            MlxDtype dtype = backend.computeDtype(ld.raw("model.embed_tokens.weight").dtype());
+            MlxDtype dtype = backend.computeDtype(ld.storedFloatType("model.embed_tokens.weight"));
             ld.dtype = dtype;
             int dim = spec.dim();
-            MlxArray embedding = ld.matrix("model.embed_tokens.weight", spec.vocabSize(), dim, false);
             boolean tied = spec.tiedEmbeddings() || !ld.has("lm_head.weight");
-            MlxArray lmHead;
-            if (tied) {
-                lmHead = store.keep(s.transpose(embedding, 1, 0));
-                ld.register("model.embed_tokens.weight", lmHead);
-                ld.kept.add(lmHead);
-            } else {
-                lmHead = ld.matrix("lm_head.weight", spec.vocabSize(), dim, true);
-            }
+            MlxLinear embedding = ld.linear("model.embed_tokens.weight", spec.vocabSize(), dim, tied);
+            MlxLinear lmHead = tied ? embedding : ld.linear("lm_head.weight", spec.vocabSize(), dim, true);
             MlxArray finalNorm = ld.vector("model.norm.weight", dim);
             float[] periods = new float[spec.headDim() / 2];
             for (int i = 0; i < periods.length; i++) {
@@ -104,19 +115,19 @@ final class MlxDecoder implements DeviceDecoder {
             for (int l = 0; l < layers.length; l++) {
                 String p = "model.layers." + l + ".";
                 layers[l] = new Layer(ld.vector(p + "input_layernorm.weight", dim),
-                        ld.matrix(p + "self_attn.q_proj.weight", spec.qDim(), dim, true),
-                        ld.matrix(p + "self_attn.k_proj.weight", spec.kvDim(), dim, true),
-                        ld.matrix(p + "self_attn.v_proj.weight", spec.kvDim(), dim, true),
-                        ld.matrix(p + "self_attn.o_proj.weight", dim, spec.qDim(), true),
+                        ld.linear(p + "self_attn.q_proj.weight", spec.qDim(), dim, true),
+                        ld.linear(p + "self_attn.k_proj.weight", spec.kvDim(), dim, true),
+                        ld.linear(p + "self_attn.v_proj.weight", spec.kvDim(), dim, true),
+                        ld.linear(p + "self_attn.o_proj.weight", dim, spec.qDim(), true),
                         spec.qkvBias() ? ld.vector(p + "self_attn.q_proj.bias", spec.qDim()) : null,
                         spec.qkvBias() ? ld.vector(p + "self_attn.k_proj.bias", spec.kvDim()) : null,
                         spec.qkvBias() ? ld.vector(p + "self_attn.v_proj.bias", spec.kvDim()) : null,
                         spec.qkNorm() ? ld.vector(p + "self_attn.q_norm.weight", spec.headDim()) : null,
                         spec.qkNorm() ? ld.vector(p + "self_attn.k_norm.weight", spec.headDim()) : null,
                         ld.vector(p + "post_attention_layernorm.weight", dim),
-                        ld.matrix(p + "mlp.gate_proj.weight", spec.hiddenDim(), dim, true),
-                        ld.matrix(p + "mlp.up_proj.weight", spec.hiddenDim(), dim, true),
-                        ld.matrix(p + "mlp.down_proj.weight", dim, spec.hiddenDim(), true));
+                        ld.linear(p + "mlp.gate_proj.weight", spec.hiddenDim(), dim, true),
+                        ld.linear(p + "mlp.up_proj.weight", spec.hiddenDim(), dim, true),
+                        ld.linear(p + "mlp.down_proj.weight", dim, spec.hiddenDim(), true));
             }
             s.eval(ld.kept.toArray(MlxArray[]::new));
             return new MlxDecoder(backend, spec, store, dtype, embedding, lmHead, finalNorm, rope, layers,
@@ -134,8 +145,7 @@ final class MlxDecoder implements DeviceDecoder {
 
     @Override
     public String describe() {
-        return "MLX decoder on " + mlx.device() + ", " + dtype.name().toLowerCase(java.util.Locale.ROOT)
-                + " weights and activations";
+        return "MLX decoder on " + mlx.device() + ", " + weightsDescription;
     }
 
     @Override
@@ -175,12 +185,13 @@ final class MlxDecoder implements DeviceDecoder {
                         : s.fromInts(ch.tokens(), ch.from(), ch.count(), ch.count());
             }
             MlxArray ids = inputs.length == 1 ? inputs[0] : s.concatenate(0, inputs);
-            MlxArray x = s.astype(s.take(embedding, ids, 0), MlxDtype.FLOAT32); // (N, dim) residual stream, float32
+            MlxArray e = embedding.rows(s, ids, dtype == MlxDtype.FLOAT32);
+            MlxArray x = e.dtype() == MlxDtype.FLOAT32 ? e : s.astype(e, MlxDtype.FLOAT32); // (N, dim) residual, float32
             for (int l = 0; l < layers.length; l++) {
                 x = layer(s, l, x, chunks, outputs);
             }
             return MlxPendingStep.queue(backend, s, spec, chunks, inputs,
-                    s.matmul(norm(s, lastRows(s, x, chunks), finalNorm), lmHead), outputs);
+                    lmHead.apply(s, norm(s, lastRows(s, x, chunks), finalNorm)), outputs);
         } catch (RuntimeException | Error e) {
             for (DeviceChunk ch : chunks) {
                 if (ch.sampler() instanceof MlxSampler ms) {
@@ -240,12 +251,12 @@ final class MlxDecoder implements DeviceDecoder {
             row += c;
         }
         MlxArray att = parts.size() == 1 ? parts.get(0) : s.concatenate(0, parts.toArray(MlxArray[]::new));
-        x = s.add(x, s.matmul(att, w.wo()));
+        x = s.add(x, w.wo().apply(s, att));
         h = norm(s, x, w.mlpNorm());
-        MlxArray gate = s.matmul(h, w.wGate());
-        MlxArray up = s.matmul(h, w.wUp());
+        MlxArray gate = w.wGate().apply(s, h);
+        MlxArray up = w.wUp().apply(s, h);
         MlxArray act = s.multiply(s.multiply(gate, s.sigmoid(gate)), up); // SwiGLU: silu(gate) · up
-        return s.add(x, s.matmul(act, w.wDown()));
+        return s.add(x, w.wDown().apply(s, act));
     }
 
     /**
@@ -264,9 +275,9 @@ final class MlxDecoder implements DeviceDecoder {
         return s.slice(a, new int[] {from, 0, 0}, new int[] {from + count, shape[1], shape[2]});
     }
 
-    /** x · w (+ bias). */
-    private static MlxArray project(MlxScope s, MlxArray x, MlxArray w, MlxArray bias) {
-        MlxArray y = s.matmul(x, w);
+    /** x · wᵀ (+ bias). */
+    private static MlxArray project(MlxScope s, MlxArray x, MlxLinear w, MlxArray bias) {
+        MlxArray y = w.apply(s, x);
         return bias == null ? y : s.add(y, bias);
     }
 

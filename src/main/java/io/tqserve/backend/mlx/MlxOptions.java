@@ -40,7 +40,10 @@ public record MlxOptions(Dtype dtype, long wiredLimit, long cacheLimit) {
          * once, without conversion. float32 checkpoints stay float32.
          */
         NATIVE,
-        /** Weights converted to float32 once at load, activations float32: twice the memory of a bf16 model. */
+        /**
+         * Dense weights converted to float32 once at load, activations float32: twice the memory of a bf16 model.
+         * Quantized weights stay packed (scales and biases in the checkpoint's dtype); their matmuls run in float32.
+         */
         FLOAT32;
 
         public static Dtype parse(String s) {

@@ -21,13 +21,22 @@ import io.tqserve.backend.mlx.ffm.MlxScope;
  * Inputs are (n, headDim) arrays of any float dtype; indices come back as int32, scales and zeros as fp16.
  *
  * <p>{@link MlxTurboKvCache} encodes on the device with it; {@code MlxTurboCodecParityTest} holds it to the golden
- * vectors. It does not apply the Java codec's degenerate-input rules (a group constant at fp16 precision, fp16
- * overflow: {@code docs/kv-format.md}); such groups, which real K/V rows do not produce, encode as the reference
- * does.
+ * vectors, and to the Java codec on degenerate input. Like the Java codec it deviates from the reference only
+ * where the reference would store a zero or non-finite scale or zero point ({@code docs/kv-format.md}, "Deviation
+ * from the reference"): a key group constant at fp16 precision gets scale 1, zero = its value and codes 0; a key
+ * group whose canonical scale or zero is zero or not finite (fp16 overflow) gets the rescaled fallback; value inputs
+ * are clamped to ±2^100 before the rotation and the rotated values rounded to fp16 with saturation at ±65504.
+ * Everywhere else the bytes are the reference's.
  */
 public final class MlxTurboCodec {
     /** Elements per scale group. */
     public static final int GROUP = 32;
+    /** Largest finite fp16. */
+    private static final float FP16_MAX = 65504f;
+    /** Bound on |zero| of the rescaled key fallback, so that it stays an fp16-exact integer. */
+    private static final float ZERO_BOUND = 1024f;
+    /** Value inputs are clamped to ±2^100 before the rotation (fp16-range inputs are untouched). */
+    private static final float INPUT_BOUND = 0x1p100f;
 
     private final int headDim;
     private final int kBits;
@@ -101,11 +110,48 @@ public final class MlxTurboCodec {
             hi = m;
         }
         MlxArray q = s.astype(s.divide(xh, scale), MlxDtype.FLOAT32); // fp16 quotient
-        MlxArray t = s.rint(s.subtract(q, s.astype(zero, MlxDtype.FLOAT32))); // difference in float32
-        MlxArray clamped = s.minimum(s.maximum(t, s.scalar((float) lo)), s.scalar((float) hi));
+        MlxArray t = s.subtract(q, s.astype(zero, MlxDtype.FLOAT32)); // difference in float32
+        // the deviation, per group, where the canonical scale is 0 or not finite or the zero is not finite
+        MlxArray canonical = s.logicalAnd(s.greater(scale, f16(s, 0f)), s.logicalAnd(finite(s, scale), finite(s, zero)));
+        MlxArray mnh = saturated(s, mn);
+        MlxArray mxh = saturated(s, mx);
+        MlxArray constant = s.equal(mnh, mxh);
+        float r = kSigned ? 254f : hi;
+        MlxArray bound = s.divide(s.maximum(abs(s, mnh), abs(s, mxh)), s.scalar(ZERO_BOUND));
+        MlxArray sr = roundUp(s, s.maximum(s.divide(s.subtract(mxh, mnh), s.scalar(r)), bound)); // fp16
+        MlxArray srf = s.astype(sr, MlxDtype.FLOAT32);
+        MlxArray zr = s.rint(kSigned ? s.divide(s.add(mxh, mnh), s.multiply(s.scalar(2f), srf)) : s.divide(mnh, srf));
+        MlxArray tr = s.subtract(s.divide(saturated(s, xf), srf), zr);
+        scale = s.where(canonical, scale, s.where(constant, f16(s, 1f), sr));
+        zero = s.where(canonical, zero, s.astype(s.where(constant, mnh, zr), MlxDtype.FLOAT16));
+        t = s.where(canonical, t, s.where(constant, s.scalar(0f), tr));
+        MlxArray clamped = s.minimum(s.maximum(s.rint(t), s.scalar((float) lo)), s.scalar((float) hi));
         MlxArray idx = s.where(s.isnan(clamped), s.scalar(0f), clamped); // NaN → 0, as MLX's cast did
         return new Keys(s.reshape(s.astype(idx, MlxDtype.INT32), n, headDim),
                 s.reshape(scale, n, headDim / GROUP), s.reshape(zero, n, headDim / GROUP));
+    }
+
+    /** Whether each element is finite (x − x is 0 for finite x, NaN for ±inf and NaN). */
+    private static MlxArray finite(MlxScope s, MlxArray x) {
+        return s.equal(s.subtract(x, x), s.astype(s.scalar(0f), x.dtype()));
+    }
+
+    private static MlxArray abs(MlxScope s, MlxArray x) {
+        return s.maximum(x, s.subtract(s.scalar(0f), x));
+    }
+
+    /** hs(x): x rounded to fp16 with saturation at ±65504 instead of overflow, as float32. */
+    private static MlxArray saturated(MlxScope s, MlxArray x) {
+        MlxArray c = s.minimum(s.maximum(x, s.scalar(-FP16_MAX)), s.scalar(FP16_MAX));
+        return s.astype(s.astype(c, MlxDtype.FLOAT16), MlxDtype.FLOAT32);
+    }
+
+    /** The smallest fp16 ≥ x for positive finite float32 x ≤ 65504: h(x), or the next fp16 up when h(x) < x. */
+    private static MlxArray roundUp(MlxScope s, MlxArray x) {
+        MlxArray h = s.astype(x, MlxDtype.FLOAT16);
+        MlxArray next = s.view(s.astype(s.add(s.astype(s.view(h, MlxDtype.UINT16), MlxDtype.INT32), s.scalar(1)),
+                MlxDtype.UINT16), MlxDtype.FLOAT16);
+        return s.where(s.less(s.astype(h, MlxDtype.FLOAT32), x), next, h);
     }
 
     /** fl32(fl32(idx + zero) · scale), (n, headDim) float32. */
@@ -120,8 +166,9 @@ public final class MlxTurboCodec {
     public Values encodeValues(MlxScope s, MlxArray x) {
         int n = x.shape()[0];
         MlxArray sig = s.fromFloats(signs, headDim);
-        MlxArray rotated = s.hadamard(s.multiply(s.astype(x, MlxDtype.FLOAT32), sig)); // float32 FWHT, 1/√d
-        MlxArray yh = groups(s, s.astype(rotated, MlxDtype.FLOAT16));
+        MlxArray xc = s.minimum(s.maximum(s.astype(x, MlxDtype.FLOAT32), s.scalar(-INPUT_BOUND)), s.scalar(INPUT_BOUND));
+        MlxArray rotated = s.hadamard(s.multiply(xc, sig)); // float32 FWHT, 1/√d; no inf − inf in the butterflies
+        MlxArray yh = groups(s, s.astype(saturated(s, rotated), MlxDtype.FLOAT16)); // fp16, saturating
         MlxArray y32 = s.astype(yh, MlxDtype.FLOAT32);
         MlxArray sumsq = s.sum(s.multiply(y32, y32), 2, true); // float32 squares of the fp16 values
         MlxArray scale = s.astype(s.sqrt(s.multiply(sumsq, s.scalar(1f / GROUP))), MlxDtype.FLOAT16);

@@ -58,6 +58,12 @@ final class MlxNative {
     final MethodHandle vectorArrayNewData;
     // int mlx_vector_array_free(mlx_vector_array vec)
     final MethodHandle vectorArrayFree;
+    // mlx_vector_array mlx_vector_array_new(void)
+    final MethodHandle vectorArrayNew;
+    // size_t mlx_vector_array_size(mlx_vector_array vec)
+    final MethodHandle vectorArraySize;
+    // int mlx_vector_array_get(mlx_array* res, const mlx_vector_array vec, size_t idx)
+    final MethodHandle vectorArrayGet;
     // int mlx_eval(const mlx_vector_array outputs)
     final MethodHandle eval;
     // int mlx_async_eval(const mlx_vector_array outputs)
@@ -160,6 +166,9 @@ final class MlxNative {
 
         vectorArrayNewData = lib.returning("mlx_vector_array_new_data", VECTOR_ARRAY, PTR, SIZE_T);
         vectorArrayFree = lib.status("mlx_vector_array_free", VECTOR_ARRAY);
+        vectorArrayNew = lib.returning("mlx_vector_array_new", VECTOR_ARRAY);
+        vectorArraySize = lib.returning("mlx_vector_array_size", SIZE_T, VECTOR_ARRAY);
+        vectorArrayGet = lib.status("mlx_vector_array_get", PTR, VECTOR_ARRAY, SIZE_T);
         eval = lib.status("mlx_eval", VECTOR_ARRAY);
         asyncEval = lib.status("mlx_async_eval", VECTOR_ARRAY);
 

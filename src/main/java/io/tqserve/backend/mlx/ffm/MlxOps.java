@@ -31,6 +31,12 @@ public abstract sealed class MlxOps permits MlxScope {
     /** An mlx_optional_float in the scope's arena; NaN means "no value". */
     abstract MemorySegment optionalFloat(float value);
 
+    /** An mlx_optional_int holding {@code value}, in the scope's arena. */
+    abstract MemorySegment optionalInt(int value);
+
+    /** An mlx_optional_dtype in the scope's arena; null means "no value". */
+    abstract MemorySegment optionalDtype(MlxDtype dtype);
+
     @FunctionalInterface
     interface Call {
         int call(MemorySegment res) throws Throwable;
@@ -189,6 +195,44 @@ public abstract sealed class MlxOps permits MlxScope {
 
     public MlxArray matmul(MlxArray a, MlxArray b) {
         return op("mlx_matmul", r -> (int) ops.matmul.invokeExact(r, a.struct(), b.struct(), stream()));
+    }
+
+    /**
+     * x · dequantize(w)ᵀ for a group-affine quantized matrix (MLX's {@code quantized_matmul} with
+     * {@code transpose = true}, as mlx-lm's QuantizedLinear): {@code w} (out, in·bits/32) uint32 words,
+     * {@code scales} and {@code biases} (out, in/groupSize). MLX computes in the promoted type of x and the scales.
+     */
+    public MlxArray quantizedMatmul(MlxArray x, MlxArray w, MlxArray scales, MlxArray biases, int groupSize, int bits) {
+        MemorySegment gs = optionalInt(groupSize);
+        MemorySegment b = optionalInt(bits);
+        MemorySegment mode = cString("affine");
+        return op("mlx_quantized_matmul", r -> (int) ops.quantizedMatmul.invokeExact(r, x.struct(), w.struct(),
+                scales.struct(), biases.struct(), true, gs, b, mode, stream()));
+    }
+
+    /**
+     * The group-affine dequantization {@code scale·q + bias} of packed words (rows, cols·bits/32), computed in the
+     * scales' dtype and returned as {@code dtype} (null: the scales' dtype).
+     */
+    public MlxArray dequantize(MlxArray w, MlxArray scales, MlxArray biases, int groupSize, int bits, MlxDtype dtype) {
+        MemorySegment gs = optionalInt(groupSize);
+        MemorySegment b = optionalInt(bits);
+        MemorySegment mode = cString("affine");
+        MemorySegment dt = optionalDtype(dtype);
+        MlxArray noGlobalScale = newArray();
+        return op("mlx_dequantize", r -> (int) ops.dequantize.invokeExact(r, w.struct(), scales.struct(),
+                biases.struct(), gs, b, mode, noGlobalScale.struct(), dt, stream()));
+    }
+
+    /** MLX's affine {@code quantize} of a (rows, cols) matrix: {words, scales, biases}. */
+    public abstract MlxArray[] quantize(MlxArray w, int groupSize, int bits);
+
+    final int quantizeInto(MemorySegment vectorRes, MlxArray w, int groupSize, int bits) throws Throwable {
+        MemorySegment gs = optionalInt(groupSize);
+        MemorySegment b = optionalInt(bits);
+        MemorySegment mode = cString("affine");
+        MlxArray noGlobalScale = newArray();
+        return (int) ops.quantize.invokeExact(vectorRes, w.struct(), gs, b, mode, noGlobalScale.struct(), stream());
     }
 
     public MlxArray leftShift(MlxArray a, MlxArray b) {

@@ -2,7 +2,9 @@ package io.tqserve.backend.mlx.ffm;
 
 import static io.tqserve.backend.mlx.ffm.MlxLibrary.ARRAY;
 import static io.tqserve.backend.mlx.ffm.MlxLibrary.INT;
+import static io.tqserve.backend.mlx.ffm.MlxLibrary.OPTIONAL_DTYPE;
 import static io.tqserve.backend.mlx.ffm.MlxLibrary.OPTIONAL_FLOAT;
+import static io.tqserve.backend.mlx.ffm.MlxLibrary.OPTIONAL_INT;
 import static io.tqserve.backend.mlx.ffm.MlxLibrary.PTR;
 import static io.tqserve.backend.mlx.ffm.MlxLibrary.SIZE_T;
 import static io.tqserve.backend.mlx.ffm.MlxLibrary.STREAM;
@@ -105,6 +107,18 @@ final class MlxOpsNative {
     //     const mlx_array values, float scale, const char* mask_mode, const mlx_array mask_arr,
     //     const mlx_array sinks, const mlx_stream s)
     final MethodHandle sdpa;
+    // int mlx_quantized_matmul(mlx_array* res, const mlx_array x, const mlx_array w, const mlx_array scales,
+    //     const mlx_array biases /* may be null */, bool transpose, mlx_optional_int group_size,
+    //     mlx_optional_int bits, const char* mode, const mlx_stream s)
+    final MethodHandle quantizedMatmul;
+    // int mlx_dequantize(mlx_array* res, const mlx_array w, const mlx_array scales,
+    //     const mlx_array biases /* may be null */, mlx_optional_int group_size, mlx_optional_int bits,
+    //     const char* mode, const mlx_array global_scale /* may be null */, mlx_optional_dtype dtype,
+    //     const mlx_stream s)
+    final MethodHandle dequantize;
+    // int mlx_quantize(mlx_vector_array* res, const mlx_array w, mlx_optional_int group_size, mlx_optional_int bits,
+    //     const char* mode, const mlx_array global_scale /* may be null */, const mlx_stream s)
+    final MethodHandle quantize;
 
     MlxOpsNative(MlxLibrary lib) {
         sqrt = unary(lib, "mlx_sqrt");
@@ -157,6 +171,11 @@ final class MlxOpsNative {
         rope = lib.status("mlx_fast_rope", PTR, ARRAY, INT, BOOL, OPTIONAL_FLOAT, FLOAT, INT, ARRAY, STREAM);
         sdpa = lib.status("mlx_fast_scaled_dot_product_attention", PTR, ARRAY, ARRAY, ARRAY, FLOAT, PTR, ARRAY, ARRAY,
                 STREAM);
+        quantizedMatmul = lib.status("mlx_quantized_matmul", PTR, ARRAY, ARRAY, ARRAY, ARRAY, BOOL, OPTIONAL_INT,
+                OPTIONAL_INT, PTR, STREAM);
+        dequantize = lib.status("mlx_dequantize", PTR, ARRAY, ARRAY, ARRAY, OPTIONAL_INT, OPTIONAL_INT, PTR, ARRAY,
+                OPTIONAL_DTYPE, STREAM);
+        quantize = lib.status("mlx_quantize", PTR, ARRAY, OPTIONAL_INT, OPTIONAL_INT, PTR, ARRAY, STREAM);
     }
 
     private static MethodHandle unary(MlxLibrary lib, String name) {

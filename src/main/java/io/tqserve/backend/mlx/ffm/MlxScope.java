@@ -71,6 +71,22 @@ public final class MlxScope extends MlxOps implements AutoCloseable {
         return o;
     }
 
+    @Override
+    MemorySegment optionalInt(int value) {
+        MemorySegment o = arena.allocate(MlxLibrary.OPTIONAL_INT);
+        o.set(ValueLayout.JAVA_INT, 0, value);
+        o.set(ValueLayout.JAVA_BOOLEAN, 4, true);
+        return o;
+    }
+
+    @Override
+    MemorySegment optionalDtype(MlxDtype dtype) {
+        MemorySegment o = arena.allocate(MlxLibrary.OPTIONAL_DTYPE);
+        o.set(ValueLayout.JAVA_INT, 0, dtype == null ? 0 : dtype.c());
+        o.set(ValueLayout.JAVA_BOOLEAN, 4, dtype != null);
+        return o;
+    }
+
     /** A scalar float32 array. */
     public MlxArray scalar(float value) {
         return adopt("mlx_array_new_float32", () -> (MemorySegment) mlx.n.arrayNewFloat32.invokeExact((SegmentAllocator) arena, value));
@@ -145,6 +161,28 @@ public final class MlxScope extends MlxOps implements AutoCloseable {
             return op("mlx_concatenate_axis", r -> concatenateInto(r, vec, axis));
         } finally {
             freeVector(vec);
+        }
+    }
+
+    @Override
+    public MlxArray[] quantize(MlxArray w, int groupSize, int bits) {
+        try {
+            MemorySegment vec = (MemorySegment) mlx.n.vectorArrayNew.invokeExact((SegmentAllocator) arena);
+            try {
+                MlxErrors.check(quantizeInto(vec, w, groupSize, bits), "mlx_quantize"); // vec passed as mlx_vector_array*
+                long n = (long) mlx.n.vectorArraySize.invokeExact(vec);
+                MlxArray[] out = new MlxArray[(int) n];
+                for (int i = 0; i < out.length; i++) {
+                    out[i] = newArray();
+                    MlxErrors.check((int) mlx.n.vectorArrayGet.invokeExact(out[i].struct(), vec, (long) i),
+                            "mlx_vector_array_get");
+                }
+                return out;
+            } finally {
+                freeVector(vec);
+            }
+        } catch (Throwable t) {
+            throw MlxErrors.rethrow(t);
         }
     }
 

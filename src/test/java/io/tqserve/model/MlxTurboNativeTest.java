@@ -1,0 +1,214 @@
+package io.tqserve.model;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.tqserve.backend.cpu.CpuBackend;
+import io.tqserve.backend.mlx.MlxBackend;
+import io.tqserve.backend.mlx.MlxOptions;
+import io.tqserve.backend.mlx.MlxTestLibrary;
+import io.tqserve.cli.KvCurve;
+import io.tqserve.kv.Bf16Codec;
+import io.tqserve.kv.KvCache;
+import io.tqserve.kv.KvCacheFactory;
+import io.tqserve.kv.KvScheme;
+import io.tqserve.kv.turbo.AttentionPath;
+import io.tqserve.kv.turbo.TurboQuantKvCache;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The turbo lane on the MLX device in {@code native} mode (bf16 activations) against {@code float32} mode, on
+ * tiny-llama-h128 and the five reference prompts.
+ *
+ * <p>Native mode's K/V rows reach the codec rounded to bf16 (relative error up to 2^-9), as they reach the bf16
+ * lane's cache; float32 mode's do not. A quantizer turns such a perturbation into whole code steps wherever a value
+ * sits near a decision boundary: rounding float32 K/V to bf16 changes about 0.3 % of the 3-bit value codes of the
+ * reference prompts' prefills (each moving a rotated value by about half its group's RMS) and one 8-bit key code
+ * in seven (by one step). The bf16 lane stores the same bf16 K/V in both modes and has nothing of the kind. So
+ * native {@code turbo:k8v3} departs from float32 {@code turbo:k8v3} by a real fraction of k8v3's own quantization
+ * error, and greedy continuations, which on this model often choose between logits closer than that (k8v3's top-1
+ * agreement with bf16 is 81 %), part within a few tokens: native equals float32 on 0 of the 5 prompts over 32
+ * tokens (turbo:k8v8: 3 of 5), and the float32 forward whose only change is that its stored K/V are rounded to bf16
+ * disagrees with float32 on the next token as often (teacher-forced top-1 agreement below).
+ *
+ * <p>So the check is on the size of the departure, not on token equality: teacher-forced on float32 mode's own
+ * greedy continuations, native mode's KL from float32 mode and its top-1 agreement are those of the float32 forward
+ * whose stored K/V are rounded to bf16 (measured: KL 0.0214 vs 0.0189, top-1 0.903 vs 0.916), the remainder being
+ * native mode's other bf16 roundings, which the bf16 lane shows to be small. A rounding or scaling defect inside
+ * the device turbo path (queries, scores, softmax, the rotated-domain sum, the inverse Hadamard) would add error on
+ * top. A second check decomposes native mode's KL for turbo:k8v8 (see its method). Skipped, with the places
+ * searched, when libmlxc is absent.
+ */
+@Tag("mlx")
+class MlxTurboNativeTest {
+    static final Path DIR = Path.of("models/tiny-llama-h128");
+    static final int STEPS = 32;
+    static ModelConfig config;
+    static CpuBackend cpu;
+    static MlxBackend nativeMlx;
+    static MlxBackend float32Mlx;
+    static Safetensors st;
+    static Transformer onCpu;
+    static Transformer onNative;
+    static Transformer onFloat32;
+
+    @BeforeEach
+    void load() throws Exception {
+        var runtime = MlxTestLibrary.open();
+        if (nativeMlx != null) {
+            return;
+        }
+        config = ModelConfig.load(DIR);
+        cpu = CpuBackend.create(2);
+        nativeMlx = new MlxBackend(runtime, CpuBackend.create(1), MlxOptions.DEFAULTS);
+        float32Mlx = new MlxBackend(runtime, CpuBackend.create(1), MlxOptions.DEFAULTS.withDtype(MlxOptions.Dtype.FLOAT32));
+        st = Safetensors.open(DIR);
+        onCpu = new Transformer(config, ModelWeights.load(st, config), cpu);
+        onNative = MlxForwardParityTest.onDevice(DIR, config, st, nativeMlx);
+        onFloat32 = MlxForwardParityTest.onDevice(DIR, config, st, float32Mlx);
+    }
+
+    @AfterAll
+    static void close() {
+        if (nativeMlx != null) {
+            onNative.close();
+            onFloat32.close();
+            st.close();
+            nativeMlx.close();
+            float32Mlx.close();
+            cpu.close();
+            nativeMlx = null;
+        }
+    }
+
+    @Test
+    void nativeModeDepartsFromFloat32ModeNoMoreThanBf16RoundedKvDoes() throws Exception {
+        String scheme = "turbo:k8v3";
+        Divergence nativeMode = new Divergence();
+        Divergence roundedKv = new Divergence();
+        for (ReferenceOutputs.Prompt p : ReferenceOutputs.load(DIR).prompts()) {
+            int[] prompt = p.inputIds();
+            int[] tokens = new int[STEPS];
+            Arrays.fill(tokens, -1); // float32 mode's greedy continuation
+            float[][] float32 = forced(onFloat32, deviceCache(onFloat32, float32Mlx, scheme), prompt, tokens);
+            nativeMode.add(float32, forced(onNative, deviceCache(onNative, nativeMlx, scheme), prompt, tokens));
+            KvCache java = new TurboQuantKvCache((KvScheme.Turbo) KvScheme.parse(scheme), onCpu.attentionShape(), cpu,
+                    config.maxPositions(), 0, AttentionPath.FUSED);
+            roundedKv.add(float32, forced(onCpu, new Bf16Rounded(java), prompt, tokens));
+        }
+        System.out.printf("%s vs float32 mode, teacher-forced: native KL %.5f top-1 %.4f; bf16-rounded K/V KL %.5f "
+                + "top-1 %.4f%n", scheme, nativeMode.meanKl(), nativeMode.top1(), roundedKv.meanKl(), roundedKv.top1());
+        assertTrue(nativeMode.meanKl() <= 1.5 * roundedKv.meanKl(), "native mode's mean KL from float32 mode "
+                + nativeMode.meanKl() + " vs " + roundedKv.meanKl() + " from rounding the stored K/V to bf16");
+        assertTrue(nativeMode.top1() >= roundedKv.top1() - 0.05, "native top-1 agreement " + nativeMode.top1()
+                + " vs " + roundedKv.top1() + " from rounding the stored K/V to bf16");
+    }
+
+    /**
+     * Why {@code eval kv-curve}'s native-mode KL for turbo:k8v8 is about twice the CPU's (docs/quality.md): in
+     * native mode two arms whose K/V differ at all round different numbers to bf16 in every later layer, so their
+     * difference carries native mode's own rounding noise besides the quantization's. Teacher-forced on float32
+     * mode's bf16-cache greedy continuations: KL(bf16 ‖ k8v8) in native mode is the float32 mode's plus
+     * KL(float32 ‖ native) of the bf16 cache (measured 0.00072 vs 0.00039 + 0.00030). Error the device turbo path
+     * added in native mode would show on top.
+     */
+    @Test
+    void eightBitKlInNativeModeIsTheQuantizationKlPlusNativeRoundingNoise() throws Exception {
+        Divergence float32Kl = new Divergence();
+        Divergence nativeKl = new Divergence();
+        Divergence rounding = new Divergence();
+        for (ReferenceOutputs.Prompt p : ReferenceOutputs.load(DIR).prompts()) {
+            int[] prompt = p.inputIds();
+            int[] tokens = new int[STEPS];
+            Arrays.fill(tokens, -1);
+            float[][] float32Bf16 = forced(onFloat32, deviceCache(onFloat32, float32Mlx, "bf16"), prompt, tokens);
+            float[][] nativeBf16 = forced(onNative, deviceCache(onNative, nativeMlx, "bf16"), prompt, tokens);
+            float32Kl.add(float32Bf16, forced(onFloat32, deviceCache(onFloat32, float32Mlx, "turbo:k8v8"), prompt, tokens));
+            nativeKl.add(nativeBf16, forced(onNative, deviceCache(onNative, nativeMlx, "turbo:k8v8"), prompt, tokens));
+            rounding.add(float32Bf16, nativeBf16);
+        }
+        System.out.printf("KL(bf16 || turbo:k8v8): float32 mode %.6f, native mode %.6f; KL(float32 || native), bf16 "
+                + "cache: %.6f%n", float32Kl.meanKl(), nativeKl.meanKl(), rounding.meanKl());
+        double expected = float32Kl.meanKl() + rounding.meanKl();
+        assertTrue(nativeKl.meanKl() <= 1.25 * expected && nativeKl.meanKl() >= 0.75 * expected, "native KL "
+                + nativeKl.meanKl() + " vs float32 KL + native rounding noise " + expected);
+    }
+
+    static KvCache deviceCache(Transformer t, MlxBackend on, String scheme) {
+        return KvCacheFactory.create(KvScheme.parse(scheme), t.attentionShape(), on, config.maxPositions(), 0);
+    }
+
+    /**
+     * Logits (vocab) before each of tokens is fed, the first from the prompt's prefill; where tokens[i] is −1 it
+     * becomes the argmax of those logits (greedy). Closes the cache.
+     */
+    static float[][] forced(Transformer t, KvCache cache, int[] prompt, int[] tokens) {
+        try (cache) {
+            ForwardState state = new ForwardState(config);
+            float[][] out = new float[tokens.length][];
+            float[] logits = t.forward(state, List.of(Transformer.Chunk.of(cache, prompt)));
+            for (int i = 0; i < tokens.length; i++) {
+                out[i] = Arrays.copyOf(logits, config.vocabSize());
+                if (tokens[i] < 0) {
+                    tokens[i] = ForwardParityTest.argmax(logits, 0, config.vocabSize());
+                }
+                logits = t.forward(state, List.of(Transformer.Chunk.of(cache, new int[] {tokens[i]})));
+            }
+            return out;
+        }
+    }
+
+    /** Mean KL(reference ‖ other) (float64 log-softmax, natural log) and top-1 agreement over decode steps. */
+    static final class Divergence {
+        double kl;
+        int agree;
+        int count;
+
+        void add(float[][] reference, float[][] other) {
+            for (int i = 1; i < reference.length; i++) { // 0 is the prefill's, the same attention in every mode
+                double[] p = KvCurve.logSoftmax(reference[i]);
+                double[] q = KvCurve.logSoftmax(other[i]);
+                for (int v = 0; v < p.length; v++) {
+                    kl += Math.exp(p[v]) * (p[v] - q[v]);
+                }
+                agree += KvCurve.argmax(p) == KvCurve.argmax(q) ? 1 : 0;
+                count++;
+            }
+        }
+
+        double meanKl() {
+            return kl / count;
+        }
+
+        double top1() {
+            return (double) agree / count;
+        }
+    }
+
+    /** A cache whose K/V rows are rounded to bf16 (round to nearest even) before the wrapped cache stores them. */
+    static final class Bf16Rounded extends ForwardingKvCache {
+        Bf16Rounded(KvCache main) {
+            super(main);
+        }
+
+        @Override
+        public void attend(int layer, int rowOffset, int rows, float[] q, float[] k, float[] v, float[] out) {
+            int kvDim = main.shape().numKvHeads() * main.shape().headDim();
+            main.attend(layer, rowOffset, rows, q, rounded(k, rowOffset * kvDim, rows * kvDim),
+                    rounded(v, rowOffset * kvDim, rows * kvDim), out);
+        }
+
+        private static float[] rounded(float[] x, int from, int n) {
+            float[] r = x.clone();
+            for (int i = from; i < from + n; i++) {
+                r[i] = Bf16Codec.fromBf16(Bf16Codec.toBf16(x[i]));
+            }
+            return r;
+        }
+    }
+}
