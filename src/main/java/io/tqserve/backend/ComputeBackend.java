@@ -26,6 +26,25 @@ public interface ComputeBackend extends AutoCloseable {
      */
     void matmul(Matrix w, float[] x, int rows, float[] out);
 
+    /**
+     * Several products of the same input as one pass (q/k/v, gate/up): {@code outs[i] = x · ws[i]ᵀ}, each output
+     * with exactly the bits {@link #matmul} gives it, so fusing changes no result. One hand-off to the threads instead
+     * of one per matrix. Default: one {@link #matmul} per matrix.
+     */
+    default void matmuls(Matrix[] ws, float[] x, int rows, float[][] outs) {
+        for (int i = 0; i < ws.length; i++) {
+            matmul(ws[i], x, rows, outs[i]);
+        }
+    }
+
+    /**
+     * Told once per loaded model which weight matrices its forward passes will multiply, so the backend may keep a
+     * copy in the layout its kernels read fastest (the CPU backend: bf16 rows interleaved for the decode kernel).
+     * Results do not change. Default: nothing.
+     */
+    default void prepare(java.util.Collection<Matrix> weights) {
+    }
+
     /** Runs body(i) for i in [0, n) on the backend's pool and waits; the caller's thread takes part. */
     void parallelFor(int n, IntConsumer body);
 

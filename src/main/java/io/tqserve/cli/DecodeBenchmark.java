@@ -13,10 +13,7 @@ import io.tqserve.model.ForwardState;
 import io.tqserve.model.ModelConfig;
 import io.tqserve.model.ModelWeights;
 import io.tqserve.model.Safetensors;
-import io.tqserve.model.SafetensorsWriter;
 import io.tqserve.model.Transformer;
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -24,16 +21,18 @@ import java.util.Set;
 
 /**
  * {@code ./tqserve bench decode [--model DIR] [--synthetic] [--prompt-tokens N] [--decode-tokens N] [--threads N]
- * [--kv turbo:k8v3] [--contexts 256,1024,...] [--repeat N] [--max-context N] [--no-sweep] [--weights bf16,8,4]}:
- * prefill and decode tok/s, a memory copy bandwidth measured in the same run, and the fraction of the decode
- * roofline reached (weight bytes per token × tok/s ÷ copy bandwidth); then a context-length sweep
- * ({@link ContextSweep}): decode tok/s and attention time per step for bf16 and the three attention paths of the
- * turbo scheme, as ratios to bf16. {@code --synthetic} benchmarks a ~0.5B random bf16 Llama (hidden 2048, 16 heads,
- * 8 KV heads, head_dim 128, intermediate 5632, 12 layers, 8192 positions) written to a temp folder and deleted
- * afterwards. {@code --max-context N} overrides the model's max positions (RoPE tables), e.g. to sweep the tiny
+ * [--kv turbo:k8v3] [--contexts 256,1024,...] [--repeat N] [--max-context N] [--no-sweep] [--no-batched]
+ * [--weights bf16,8,4] [--synthetic-dir DIR]}: prefill and decode tok/s, the memory read and copy bandwidths
+ * measured in the same run ({@link MemoryBandwidth}), and the fraction of the decode roofline reached (weight bytes per token × tok/s ÷ read
+ * bandwidth; the fraction of the copy bandwidth beside it); then a context-length sweep ({@link ContextSweep}):
+ * decode tok/s and attention time per step for bf16 and the three attention paths of the turbo scheme, as ratios to
+ * bf16. {@code --synthetic} benchmarks the {@link SyntheticModel} written to a temp folder and deleted afterwards;
+ * {@code --synthetic-dir DIR} writes it to DIR once and keeps it (later runs reuse it; other engines can convert it).
+ * {@code --max-context N} overrides the model's max positions (RoPE tables), e.g. to sweep the tiny
  * 2048-position model to 4k+ (its outputs beyond its trained context are meaningless; its speed is not).
  * {@code --weights 4} benchmarks a copy quantized to that width (MLX affine, group 64) instead; a list
  * ({@code --weights bf16,8,4}) compares the formats' decode tok/s interleaved ({@link WeightsDecodeComparison}).
+ * {@code --no-batched} skips the table of 1/2/4/8 sequences decoded together.
  */
 final class DecodeBenchmark {
     private DecodeBenchmark() {
@@ -41,8 +40,9 @@ final class DecodeBenchmark {
 
     static int run(String[] args) throws Exception {
         CliArgs a = new CliArgs(args, 2, Set.of("--model", "--prompt-tokens", "--decode-tokens", "--threads", "--kv",
-                "--contexts", "--repeat", "--max-context", "--weights", "--backend", "--mlx-library", "--mlx-dtype"),
-                Set.of("--synthetic", "--no-sweep"));
+                "--contexts", "--repeat", "--max-context", "--weights", "--backend", "--mlx-library", "--mlx-dtype",
+                "--synthetic-dir"),
+                Set.of("--synthetic", "--no-sweep", "--no-batched"));
         List<Integer> weights = parseWeights(a.get("--weights", "bf16"));
         KvScheme kv = KvScheme.parse(a.get("--kv", "turbo:k8v3"));
         if (!(kv instanceof KvScheme.Turbo turbo)) {
@@ -57,46 +57,31 @@ final class DecodeBenchmark {
                         a.get("--mlx-dtype", "native"))));
         try (ComputeBackend backend = selection.backend()) {
             System.out.println("backend: " + backend.describe());
-            double copyGbs = copyBandwidth();
-            System.out.printf("memory copy bandwidth: %.2f GB/s (STREAM convention: bytes read + bytes written, 512 MiB copy, best of 5)%n", copyGbs);
-            if (a.has("--synthetic")) {
-                Path dir = Files.createTempDirectory("tqserve-synthetic-0.5b");
+            Ceilings mem = new Ceilings(MemoryBandwidth.read(backend), MemoryBandwidth.copy(), !a.has("--no-batched"));
+            System.out.printf("memory read bandwidth: %.2f GB/s (%d threads, each streaming its slice of a 1 GiB buffer,"
+                    + " best of 7)%n", mem.readGbs(), backend.threads());
+            System.out.printf("memory copy bandwidth: %.2f GB/s (STREAM convention: bytes read + bytes written, 512 MiB"
+                    + " copy on one thread, best of 5)%n", mem.copyGbs());
+            if (a.has("--synthetic-dir")) { // written once, kept for later runs and for other engines' converters
+                Path dir = SyntheticModel.writeIfAbsent(Path.of(a.get("--synthetic-dir", null)));
+                benchWeights("synthetic-0.58b", dir, weights, backend, promptTokens, decodeTokens, mem, sweep);
+            } else if (a.has("--synthetic")) {
+                Path dir = SyntheticModel.writeTemp();
                 try {
-                    System.out.println("writing the synthetic ~0.5B model to " + dir + " ...");
-                    SafetensorsWriter.writeLlama(dir, 2048, 5632, 12, 16, 8, 128, 32000, 8192, null, 42);
-                    benchWeights("synthetic-0.5b", dir, weights, backend, promptTokens, decodeTokens, copyGbs, sweep);
+                    benchWeights("synthetic-0.58b", dir, weights, backend, promptTokens, decodeTokens, mem, sweep);
                 } finally {
-                    deleteTree(dir);
+                    SyntheticModel.deleteTree(dir);
                 }
             } else {
                 benchWeights("model", Path.of(a.get("--model", TqserveMain.DEFAULT_MODEL)), weights, backend,
-                        promptTokens, decodeTokens, copyGbs, sweep);
+                        promptTokens, decodeTokens, mem, sweep);
             }
         }
         return 0;
     }
 
-    /**
-     * GB/s of MemorySegment.copy over a buffer far larger than the caches, counted as STREAM counts Copy (bytes
-     * read + bytes written): the memory bandwidth ceiling that a decode step, which streams every weight once, runs
-     * against.
-     */
-    static double copyBandwidth() {
-        long size = 512L << 20;
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment src = arena.allocate(size, 64);
-            MemorySegment dst = arena.allocate(size, 64);
-            src.fill((byte) 1);
-            dst.fill((byte) 2);
-            double best = 0;
-            for (int i = 0; i < 5; i++) {
-                long t0 = System.nanoTime();
-                MemorySegment.copy(src, 0, dst, 0, size);
-                long t1 = System.nanoTime();
-                best = Math.max(best, 2.0 * size / ((t1 - t0) / 1e9) / 1e9);
-            }
-            return best;
-        }
+    /** The two bandwidths the roofline fractions divide by (GB/s); batched: run the 1/2/4/8-sequence table too. */
+    record Ceilings(double readGbs, double copyGbs, boolean batched) {
     }
 
     /** "bf16,8,4" to code widths, 0 standing for the dense weights as stored. */
@@ -119,14 +104,14 @@ final class DecodeBenchmark {
      * compared interleaved instead ({@link WeightsDecodeComparison}).
      */
     static void benchWeights(String label, Path dir, List<Integer> weights, ComputeBackend backend, int promptTokens,
-            int decodeTokens, double copyGbs, Sweep sweep) throws Exception {
+            int decodeTokens, Ceilings mem, Sweep sweep) throws Exception {
         if (weights.size() > 1) {
-            WeightsDecodeComparison.run(label, dir, weights, backend, promptTokens, decodeTokens, copyGbs);
+            WeightsDecodeComparison.run(label, dir, weights, backend, promptTokens, decodeTokens, mem.readGbs());
             return;
         }
         int bits = weights.get(0);
         if (bits == 0) {
-            bench(label, dir, backend, promptTokens, decodeTokens, copyGbs, sweep);
+            bench(label, dir, backend, promptTokens, decodeTokens, mem, sweep);
             return;
         }
         Path q = Files.createTempDirectory("tqserve-bench-q" + bits);
@@ -134,9 +119,9 @@ final class DecodeBenchmark {
             System.err.println("quantizing to " + bits + " bits ...");
             io.tqserve.model.quantize.WeightQuantizer.run(dir, q, new io.tqserve.model.quantize.WeightQuantizer.Options(
                     bits, 64, null, false, 0, null), null);
-            bench(label + " " + bits + "-bit weights", q, backend, promptTokens, decodeTokens, copyGbs, sweep);
+            bench(label + " " + bits + "-bit weights", q, backend, promptTokens, decodeTokens, mem, sweep);
         } finally {
-            deleteTree(q);
+            SyntheticModel.deleteTree(q);
         }
     }
 
@@ -159,15 +144,6 @@ final class DecodeBenchmark {
         return prompt;
     }
 
-    static void deleteTree(Path dir) throws java.io.IOException {
-        try (var files = Files.list(dir)) {
-            for (Path f : files.toList()) {
-                Files.deleteIfExists(f);
-            }
-        }
-        Files.deleteIfExists(dir);
-    }
-
     /** What the context sweep runs; contexts null = the default ladder. */
     record Sweep(KvScheme.Turbo turbo, List<Integer> contexts, int repeat, int maxContext) {
     }
@@ -188,8 +164,11 @@ final class DecodeBenchmark {
     }
 
     /** Benchmarks one model folder; returns its decode tok/s. */
-    static double bench(String label, Path dir, ComputeBackend backend, int promptTokens, int decodeTokens,
-            double copyGbs, Sweep sweep) throws Exception {
+    static double bench(String label, Path dir, ComputeBackend device, int promptTokens, int decodeTokens,
+            Ceilings mem, Sweep sweep) throws Exception {
+        // on the CPU backend the decode step is timed by phase; a device backend runs the whole forward itself
+        PhaseTimedBackend timed = "cpu".equals(device.name()) ? new PhaseTimedBackend(device) : null;
+        ComputeBackend backend = timed != null ? timed : device;
         ModelConfig c = ModelConfig.load(dir);
         if (sweep != null && sweep.maxContext() > 0) {
             c = new ModelConfig(c.architecture(), c.dim(), c.hiddenDim(), c.numLayers(), c.numHeads(), c.numKvHeads(),
@@ -216,6 +195,9 @@ final class DecodeBenchmark {
                     long t1 = System.nanoTime();
                     int[] one = {prompt[0]};
                     DeviceStats decodeStart = backend.deviceStats();
+                    if (timed != null) {
+                        timed.reset();
+                    }
                     long s0 = t1;
                     for (int i = 0; i < decodeTokens; i++) {
                         t.forward(state, List.of(sampler == null ? Transformer.Chunk.of(cache, one)
@@ -233,22 +215,34 @@ final class DecodeBenchmark {
                     result[2] = 1e9 / sorted[sorted.length / 2];
                 }
             }
-            double roofline = weightBytesPerToken * result[1] / (copyGbs * 1e9);
-            double medianRoofline = weightBytesPerToken * result[2] / (copyGbs * 1e9);
+            double readRoofline = weightBytesPerToken * result[1] / (mem.readGbs() * 1e9);
+            double medianReadRoofline = weightBytesPerToken * result[2] / (mem.readGbs() * 1e9);
+            double copyRoofline = weightBytesPerToken * result[1] / (mem.copyGbs() * 1e9);
             System.out.printf("%s: %s, %d layers, dim %d, %.1f MB weights read per token%n", label,
                     c.architecture().hfName(), c.numLayers(), c.dim(), weightBytesPerToken / 1e6);
             System.out.printf("  prefill %d tokens: %.1f tok/s%n", promptTokens, result[0]);
             System.out.printf("  decode  %d tokens: %.1f tok/s (bf16 KV; median step %.1f tok/s)%n", decodeTokens,
                     result[1], result[2]);
+            if (timed != null) {
+                double stepMs = 1e3 / result[1];
+                double mm = timed.matmulNanos / 1e6 / decodeTokens;
+                double par = timed.parallelNanos / 1e6 / decodeTokens;
+                System.out.printf("  per decode step: %.2f ms = weight matmuls %.2f ms (%.1f GB/s of weights, %.2f of the"
+                        + " read bandwidth) + attention and other parallel work %.2f ms + the lane thread alone %.2f ms%n",
+                        stepMs, mm, timed.matmulBytes / (timed.matmulNanos / 1e9) / 1e9,
+                        timed.matmulBytes / (timed.matmulNanos / 1e9) / 1e9 / mem.readGbs(), par, stepMs - mm - par);
+            }
             if (!"cpu".equals(backend.name())) {
                 System.out.printf("  per decode step: %.2f device evaluations, %.1f bytes device->Java; device memory "
                         + "active %.1f MB, peak %.1f MB%n", (double) stepStats.evaluations() / decodeTokens,
                         (double) stepStats.bytesToJava() / decodeTokens, stepStats.activeBytes() / 1e6,
                         stepStats.peakBytes() / 1e6);
             }
-            System.out.printf("  decode roofline fraction: %.2f (weight bytes/token x tok/s / copy bandwidth; median"
-                    + " step %.2f)%n", roofline, medianRoofline);
-            BatchedDecode.run(t, backend, prompt, decodeTokens, System.out);
+            System.out.printf("  decode roofline fraction: %.2f (weight bytes/token x tok/s / read bandwidth; median"
+                    + " step %.2f; against the copy bandwidth %.2f)%n", readRoofline, medianReadRoofline, copyRoofline);
+            if (mem.batched()) {
+                BatchedDecode.run(t, backend, prompt, decodeTokens, System.out);
+            }
             if (sweep != null) {
                 List<Integer> contexts = sweep.contexts() != null ? sweep.contexts()
                         : ContextSweep.defaultContexts(c.maxPositions(), decodeTokens, sweep.repeat());

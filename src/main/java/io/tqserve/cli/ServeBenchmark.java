@@ -8,7 +8,6 @@ import io.tqserve.engine.GenerationRequest;
 import io.tqserve.engine.Lane;
 import io.tqserve.engine.SamplingParams;
 import io.tqserve.model.Model;
-import io.tqserve.model.SafetensorsWriter;
 import io.tqserve.routing.ServingRuntime;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -67,19 +66,11 @@ final class ServeBenchmark {
         CliArgs a = new CliArgs(args, 2, Set.of("--model", "--tokens", "--rounds", "--threads", "--backend",
                 "--mlx-library", "--mlx-dtype"), Set.of("--synthetic"));
         if (a.has("--synthetic")) {
-            Path dir = Files.createTempDirectory("tqserve-synthetic-0.5b");
+            Path dir = SyntheticModel.writeTemp();
             try {
-                System.err.println("writing the synthetic ~0.5B model to " + dir + " ...");
-                SafetensorsWriter.writeLlama(dir, 2048, 5632, 12, 16, 8, 128, 32000, 8192,
-                        Path.of(TqserveMain.DEFAULT_MODEL), 42);
                 return run(a, dir.toString());
             } finally {
-                try (var files = Files.list(dir)) {
-                    for (Path f : files.toList()) {
-                        Files.deleteIfExists(f);
-                    }
-                }
-                Files.deleteIfExists(dir);
+                SyntheticModel.deleteTree(dir);
             }
         }
         return run(a, a.get("--model", TqserveMain.DEFAULT_MODEL));

@@ -86,7 +86,7 @@ final class WeightCurve {
                     m.close();
                 }
                 for (Path p : copies.values()) {
-                    DecodeBenchmark.deleteTree(p);
+                    SyntheticModel.deleteTree(p);
                 }
             }
         }

@@ -25,7 +25,7 @@ import java.util.List;
  * rotating from round to round. A machine whose load drifts during the run (a shared one) then slows every arm
  * alike, where arms run one after the other would each see a different machine. Per arm it prints the weight bytes
  * a decode step reads, decode tok/s over all rounds, the fraction of the memory-bandwidth roofline (weight bytes per
- * token × tok/s ÷ the copy bandwidth measured at the start) and the ratio to the first arm, with the per-round
+ * token × tok/s ÷ the read bandwidth measured at the start) and the ratio to the first arm, with the per-round
  * ratios beside it.
  */
 final class WeightsDecodeComparison {
@@ -39,7 +39,7 @@ final class WeightsDecodeComparison {
     }
 
     static void run(String label, Path dir, List<Integer> weights, ComputeBackend backend, int promptTokens,
-            int decodeTokens, double copyGbs) throws Exception {
+            int decodeTokens, double readGbs) throws Exception {
         List<Arm> arms = new ArrayList<>();
         List<Path> temps = new ArrayList<>();
         try {
@@ -87,7 +87,7 @@ final class WeightsDecodeComparison {
                     per.append(String.format(" %.2f", r[i] / r[0]));
                 }
                 System.out.printf("  %-7s %10.1f %14.2f %10.2f %6.2fx  %s%n", arm.name(), arm.bytesPerToken() / 1e6,
-                        rate, arm.bytesPerToken() * rate / (copyGbs * 1e9), rate / base, per.toString().strip());
+                        rate, arm.bytesPerToken() * rate / (readGbs * 1e9), rate / base, per.toString().strip());
                 if (i > 0) {
                     summary.append(String.format(" %s %.2fx", arm.name(), rate / base));
                 }
@@ -98,7 +98,7 @@ final class WeightsDecodeComparison {
                 arm.st().close();
             }
             for (Path t : temps) {
-                DecodeBenchmark.deleteTree(t);
+                SyntheticModel.deleteTree(t);
             }
         }
     }

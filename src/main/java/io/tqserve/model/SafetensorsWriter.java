@@ -87,7 +87,7 @@ public final class SafetensorsWriter {
             int headDim, int vocab, int maxPositions, Path tokenizerFrom, long seed) throws IOException {
         Files.createDirectories(dir);
         String config = """
-                {"architectures":["LlamaForCausalLM"],"hidden_size":%d,"intermediate_size":%d,
+                {"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_act":"silu","hidden_size":%d,"intermediate_size":%d,
                  "num_hidden_layers":%d,"num_attention_heads":%d,"num_key_value_heads":%d,"head_dim":%d,
                  "vocab_size":%d,"max_position_embeddings":%d,"rms_norm_eps":1e-5,"rope_theta":10000.0,
                  "tie_word_embeddings":true,"torch_dtype":"bfloat16","bos_token_id":0,"eos_token_id":0}

@@ -113,6 +113,14 @@ public final class Transformer implements AutoCloseable {
             }
         }
         this.device = weightFiles.isEmpty() ? null : backend.openDecoder(decoderSpec(weightFiles)).orElse(null);
+        if (device == null) {
+            List<Matrix> matrices = new java.util.ArrayList<>();
+            for (ModelWeights.Layer lw : w.layers()) {
+                matrices.addAll(List.of(lw.wq(), lw.wk(), lw.wv(), lw.wo(), lw.wGate(), lw.wUp(), lw.wDown()));
+            }
+            matrices.add(w.lmHead());
+            backend.prepare(matrices);
+        }
     }
 
     private DecoderSpec decoderSpec(List<Path> weightFiles) {
@@ -221,9 +229,8 @@ public final class Transformer implements AutoCloseable {
             for (int r = 0; r < n; r++) {
                 kernels.rmsnorm(state.xb, r * dim, state.x, r * dim, lw.attnNorm(), dim, c.rmsNormEps());
             }
-            backend.matmul(lw.wq(), state.xb, n, state.q);
-            backend.matmul(lw.wk(), state.xb, n, state.k);
-            backend.matmul(lw.wv(), state.xb, n, state.v);
+            backend.matmuls(new Matrix[] {lw.wq(), lw.wk(), lw.wv()}, state.xb, n,
+                    new float[][] {state.q, state.k, state.v});
             if (lw.bq() != null) {
                 addBias(state.q, lw.bq(), n);
                 addBias(state.k, lw.bk(), n);
@@ -244,8 +251,7 @@ public final class Transformer implements AutoCloseable {
             for (int r = 0; r < n; r++) {
                 kernels.rmsnorm(state.xb, r * dim, state.x, r * dim, lw.mlpNorm(), dim, c.rmsNormEps());
             }
-            backend.matmul(lw.wGate(), state.xb, n, state.gate);
-            backend.matmul(lw.wUp(), state.xb, n, state.up);
+            backend.matmuls(new Matrix[] {lw.wGate(), lw.wUp()}, state.xb, n, new float[][] {state.gate, state.up});
             swiglu(state, n * c.hiddenDim());
             backend.matmul(lw.wDown(), state.gate, n, state.tmp);
             kernels.add(state.x, 0, state.tmp, 0, n * dim);

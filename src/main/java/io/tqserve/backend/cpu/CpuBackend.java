@@ -3,12 +3,19 @@ package io.tqserve.backend.cpu;
 import io.tqserve.backend.ComputeBackend;
 import io.tqserve.backend.Kernels;
 import io.tqserve.backend.Matrix;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.Collections;
+import java.util.Map;
+import java.util.WeakHashMap;
 import java.util.function.IntConsumer;
 
 /** The pure-Java CPU backend: Vector API kernels (or their scalar twins) on a dedicated kernel pool. */
 public final class CpuBackend implements ComputeBackend {
     /** System property that switches the Vector API off ({@code -Dtqserve.vector=false}). */
     public static final String VECTOR_PROPERTY = "tqserve.vector";
+    /** System property that keeps the decode kernel on the mapped layout ({@code -Dtqserve.cpu.repack=false}). */
+    public static final String REPACK_PROPERTY = "tqserve.cpu.repack";
 
 
     private final Kernels kernels;
@@ -16,6 +23,8 @@ public final class CpuBackend implements ComputeBackend {
     private final String why;
     private final ThreadLocal<float[]> rowScratch = new ThreadLocal<>();
     private final QuantizedMatmul quantized;
+    /** Interleaved copies of dense bf16 matrices for the decode kernel ({@link #prepare}), dropped with the matrix. */
+    private final Map<Matrix, MemorySegment> packed = Collections.synchronizedMap(new WeakHashMap<>());
 
     public CpuBackend(Kernels kernels, int threads, String why) {
         this.kernels = kernels;
@@ -76,34 +85,103 @@ public final class CpuBackend implements ComputeBackend {
             quantized.matmul(pool, w, x, rows, out);
             return;
         }
+        matmuls(new Matrix[] {w}, x, rows, new float[][] {out});
+    }
+
+    /**
+     * The dense matrices' blocks of rows all go to the pool in one {@code parallelFor} (quantized ones after it, one
+     * call each: their kernels prepare the input per matrix). A block's outputs are computed exactly as a lone
+     * {@link #matmul} computes them.
+     */
+    @Override
+    public void matmuls(Matrix[] ws, float[] x, int rows, float[][] outs) {
+        int m = ws.length;
+        int[] per = new int[m];
+        int[] start = new int[m + 1];
+        MemorySegment[] packs = new MemorySegment[m];
+        for (int k = 0; k < m; k++) {
+            int nBlocks = 0;
+            if (!ws[k].quantized()) {
+                int outDim = ws[k].rows();
+                int blocks = Math.max(1, Math.min(outDim / 8, pool.threads() * 8));
+                per[k] = ((outDim + blocks - 1) / blocks + 3) / 4 * 4; // whole 4-row blocks for matvec and tiles
+                nBlocks = (outDim + per[k] - 1) / per[k];
+                packs[k] = rows == 1 ? packed.get(ws[k]) : null;
+            }
+            start[k + 1] = start[k] + nBlocks;
+        }
+        pool.parallelFor(start[m], b -> {
+            int k = 0;
+            while (b >= start[k + 1]) {
+                k++;
+            }
+            int from = (b - start[k]) * per[k];
+            block(ws[k], packs[k], x, rows, outs[k], from, Math.min(ws[k].rows(), from + per[k]));
+        });
+        for (int k = 0; k < m; k++) {
+            if (ws[k].quantized()) {
+                quantized.matmul(pool, ws[k], x, rows, outs[k]);
+            }
+        }
+    }
+
+    /** Output rows [from, to) of a dense matmul; {@code pack} is the matrix repacked by {@link #prepare}, or null. */
+    private void block(Matrix w, MemorySegment pack, float[] x, int rows, float[] out, int from, int to) {
         int outDim = w.rows();
         int inDim = w.cols();
-        int blocks = Math.max(1, Math.min(outDim / 8, pool.threads() * 8));
-        int per = ((outDim + blocks - 1) / blocks + 3) / 4 * 4; // whole 4-row blocks for matvec and the tiles
-        int nBlocks = (outDim + per - 1) / per;
-        pool.parallelFor(nBlocks, b -> {
-            int from = b * per;
-            int to = Math.min(outDim, from + per);
-            if (rows == 1) {
-                // matrix-vector: four weight rows at a time, read straight from their bytes
-                for (int j = from; j < to; j += 4) {
+        if (rows == 1) {
+            // matrix-vector: four weight rows at a time, read straight from their bytes
+            for (int j = from; j < to; j += 4) {
+                if (pack != null && to - j >= 4) {
+                    VectorMatmul.matvec4Packed(pack, 2L * j * inDim, inDim, x, 0, out, j);
+                } else {
                     kernels.matvec(w, j, Math.min(4, to - j), x, 0, out, j);
                 }
-                return;
             }
-            // matrix-matrix: four weight rows decoded once, then 4x4 tiles against the activation rows
-            float[] wRows = scratch(4 * inDim);
-            for (int j = from; j < to; j += 4) {
-                int count = Math.min(4, to - j);
-                for (int q = 0; q < count; q++) {
-                    kernels.decodeRow(w, j + q, wRows, q * inDim);
-                }
-                for (int r = 0; r < rows; r += 4) {
-                    kernels.tile(wRows, 0, count, x, r * inDim, Math.min(4, rows - r), inDim, out, r * outDim + j,
-                            outDim);
-                }
+            return;
+        }
+        // matrix-matrix: four weight rows decoded once, then tiles against the activation rows
+        float[] wRows = scratch(4 * inDim);
+        for (int j = from; j < to; j += 4) {
+            int count = Math.min(4, to - j);
+            for (int q = 0; q < count; q++) {
+                kernels.decodeRow(w, j + q, wRows, q * inDim);
             }
-        });
+            for (int r = 0; r < rows; r += 4) {
+                kernels.tile(wRows, 0, count, x, r * inDim, Math.min(4, rows - r), inDim, out, r * outDim + j,
+                        outDim);
+            }
+        }
+    }
+
+    /**
+     * With the Vector API kernels (and unless {@code -Dtqserve.cpu.repack=false}), keeps a copy of each dense bf16
+     * matrix whose rows come in fours and whose width is a multiple of the vector length, its rows interleaved four
+     * at a time ({@link VectorMatmul#pack4}): the decode kernel then reads one contiguous stream per thread rather
+     * than four streams a row apart, which the hardware prefetchers follow better. The copy lives off-heap beside the
+     * memory-mapped file (prefill and embedding lookups still read the file) and is freed with the matrix.
+     */
+    @Override
+    public void prepare(java.util.Collection<Matrix> weights) {
+        if (!(kernels instanceof VectorKernels) || "false".equalsIgnoreCase(System.getProperty(REPACK_PROPERTY, "true"))) {
+            return;
+        }
+        for (Matrix m : weights) {
+            int n = m.cols();
+            if (m.quantized() || m.dtype() != io.tqserve.backend.DType.BF16 || m.rows() % 4 != 0
+                    || n % VectorKernels.L != 0 || packed.containsKey(m)) {
+                continue;
+            }
+            MemorySegment dst = Arena.ofAuto().allocate(m.data().byteSize(), 64);
+            int groups = m.rows() / 4;
+            int parts = Math.min(groups, pool.threads() * 4);
+            pool.parallelFor(parts, p -> {
+                for (long g = (long) groups * p / parts, end = (long) groups * (p + 1) / parts; g < end; g++) {
+                    VectorMatmul.pack4(m.data(), g * 8L * n, dst, g * 8L * n, n);
+                }
+            });
+            packed.put(m, dst);
+        }
     }
 
     private float[] scratch(int n) {

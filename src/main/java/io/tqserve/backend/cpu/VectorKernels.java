@@ -29,6 +29,11 @@ public final class VectorKernels implements Kernels {
             VectorSpecies.of(short.class, VectorShape.forBitSize(F.vectorBitSize() / 2));
     static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
     static final int L = F.length();
+    /**
+     * 4x4 tiles (16 accumulators) only with 512-bit vectors, whose ISA has 32 vector registers; with 256-bit AVX2
+     * (16 registers) the tiles are 4x2, which fit without spilling.
+     */
+    static final boolean WIDE_TILES = F.vectorBitSize() >= 512;
 
     private final ScalarKernels tail = new ScalarKernels();
     /** Per-thread lane buffer for the horizontal sums (room for the 16 outputs of a 4x4 tile). */
@@ -148,17 +153,23 @@ public final class VectorKernels implements Kernels {
     @Override
     public void tile(float[] w, int wOff, int wCount, float[] x, int xOff, int xCount, int n, float[] out,
             int outOff, int outStride) {
-        if (wCount == 4 && xCount == 4) {
-            VectorMatmul.tile4x4(w, wOff, x, xOff, n, out, outOff, outStride);
+        if (wCount == 4) {
+            if (xCount == 4 && WIDE_TILES) {
+                VectorMatmul.tile4x4(w, wOff, x, xOff, n, out, outOff, outStride);
+                return;
+            }
+            int r = 0;
+            for (; r + 2 <= xCount; r += 2) {
+                VectorMatmul.tile4x2(w, wOff, x, xOff + r * n, n, out, outOff + r * outStride, outStride);
+            }
+            for (; r < xCount; r++) {
+                VectorMatmul.tile4x1(w, wOff, x, xOff + r * n, n, out, outOff + r * outStride);
+            }
             return;
         }
         for (int r = 0; r < xCount; r++) {
-            if (wCount == 4) {
-                VectorMatmul.tile4x1(w, wOff, x, xOff + r * n, n, out, outOff + r * outStride);
-            } else {
-                for (int q = 0; q < wCount; q++) {
-                    out[outOff + r * outStride + q] = VectorMatmul.tile1x1(w, wOff + q * n, x, xOff + r * n, n);
-                }
+            for (int q = 0; q < wCount; q++) {
+                out[outOff + r * outStride + q] = VectorMatmul.tile1x1(w, wOff + q * n, x, xOff + r * n, n);
             }
         }
     }

@@ -1,0 +1,84 @@
+package io.tqserve.backend.cpu;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.tqserve.backend.DType;
+import io.tqserve.backend.Matrix;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * The decode kernel on rows repacked at load ({@link CpuBackend#prepare}, {@link VectorMatmul#matvec4Packed}) and the
+ * fused q/k/v and gate/up pass ({@link CpuBackend#matmuls}): the same bits as the plain kernels, close to the scalar
+ * twin.
+ */
+class RepackedMatmulTest {
+    static final int L = VectorKernels.L;
+
+    private static void assertBits(float[] want, float[] got, String what) {
+        assertEquals(want.length, got.length);
+        for (int i = 0; i < want.length; i++) {
+            assertEquals(Float.floatToIntBits(want[i]), Float.floatToIntBits(got[i]), what + " [" + i + "]");
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(ints = {1, 2, 3, 64})
+    void packedRowsGiveTheBitsOfTheMappedRowsAndStayCloseToScalar(int steps) {
+        int n = steps * L;
+        try (Arena arena = Arena.ofConfined()) {
+            Matrix w = KernelParityTest.matrix(arena, DType.BF16, 8, n, 31L * n);
+            MemorySegment packed = arena.allocate(w.data().byteSize(), 64);
+            VectorMatmul.pack4(w.data(), 0, packed, 0, n);
+            VectorMatmul.pack4(w.data(), 8L * n, packed, 8L * n, n);
+            float[] x = KernelParityTest.random(n + 3, n, 1f);
+            for (int g = 0; g < 2; g++) {
+                float[] plain = new float[4];
+                float[] fromPack = new float[4];
+                float[] scalar = new float[4];
+                VectorMatmul.matvec4Bf16(w.data(), 8L * n * g, n, x, 3, plain, 0);
+                VectorMatmul.matvec4Packed(packed, 8L * n * g, n, x, 3, fromPack, 0);
+                KernelParityTest.SCA.matvec(w, 4 * g, 4, x, 3, scalar, 0);
+                assertBits(plain, fromPack, "group " + g);
+                for (int q = 0; q < 4; q++) {
+                    assertEquals(scalar[q], fromPack[q], KernelParityTest.tol(n, 2f), "scalar twin, row " + q);
+                }
+            }
+        }
+    }
+
+    @Test
+    void preparedAndFusedMatmulsGiveTheBitsOfLoneMatmulsOnTheMappedLayout() {
+        int dim = 16 * L + 0;
+        try (Arena arena = Arena.ofShared(); CpuBackend plain = new CpuBackend(new VectorKernels(), 2, "plain");
+                CpuBackend fast = new CpuBackend(new VectorKernels(), 2, "repacked")) {
+            Matrix q = KernelParityTest.matrix(arena, DType.BF16, 64, dim, 1);
+            Matrix k = KernelParityTest.matrix(arena, DType.BF16, 32, dim, 2);
+            Matrix odd = KernelParityTest.matrix(arena, DType.BF16, 37, dim, 3); // rows not in fours: not repacked
+            Matrix f32 = KernelParityTest.matrix(arena, DType.F32, 12, dim, 4);
+            fast.prepare(List.of(q, k, odd, f32));
+            for (int rows : new int[] {1, 3, 16}) {
+                float[] x = KernelParityTest.random(rows * dim, rows, 1f);
+                Matrix[] ws = {q, k, odd, f32};
+                float[][] lone = new float[ws.length][];
+                float[][] fused = new float[ws.length][];
+                for (int i = 0; i < ws.length; i++) {
+                    lone[i] = new float[rows * ws[i].rows()];
+                    fused[i] = new float[rows * ws[i].rows()];
+                    plain.matmul(ws[i], x, rows, lone[i]);
+                }
+                fast.matmuls(ws, x, rows, fused);
+                for (int i = 0; i < ws.length; i++) {
+                    assertBits(lone[i], fused[i], rows + " rows, matrix " + i);
+                    float[] single = new float[rows * ws[i].rows()];
+                    fast.matmul(ws[i], x, rows, single);
+                    assertBits(lone[i], single, rows + " rows, lone matmul on the prepared backend, matrix " + i);
+                }
+            }
+        }
+    }
+}
