@@ -1,30 +1,26 @@
 package io.tqserve.cli;
 
-import io.tqserve.kv.AttentionShape;
+import io.tqserve.kv.ForwardingKvCache;
 import io.tqserve.kv.KvCache;
-import io.tqserve.kv.KvLayout;
-import io.tqserve.kv.KvScheme;
-import java.lang.foreign.MemorySegment;
 
 /**
  * A KV cache that delegates everything and adds up the time spent in {@link #attend} (storing the new K/V and
  * attending, every layer): the attention time of the decode benchmark, as wall time and as CPU time of the given
  * threads (the caller and the kernel pool, which do all of attention's work).
  */
-final class TimedKvCache implements KvCache {
-    private final KvCache cache;
+final class TimedKvCache extends ForwardingKvCache {
     private final CpuClock cpu;
     private long attendNanos;
     private long attendCpuNanos;
 
     TimedKvCache(KvCache cache, CpuClock cpu) {
-        this.cache = cache;
+        super(cache);
         this.cpu = cpu;
     }
 
     /** The measured cache. */
     KvCache inner() {
-        return cache;
+        return main;
     }
 
     long attendNanos() {
@@ -44,68 +40,8 @@ final class TimedKvCache implements KvCache {
     public void attend(int layer, int rowOffset, int rows, float[] q, float[] k, float[] v, float[] out) {
         long c0 = cpu.nanos();
         long t0 = System.nanoTime();
-        cache.attend(layer, rowOffset, rows, q, k, v, out);
+        main.attend(layer, rowOffset, rows, q, k, v, out);
         attendNanos += System.nanoTime() - t0;
         attendCpuNanos += cpu.nanos() - c0;
-    }
-
-    @Override
-    public KvScheme scheme() {
-        return cache.scheme();
-    }
-
-    @Override
-    public AttentionShape shape() {
-        return cache.shape();
-    }
-
-    @Override
-    public KvLayout layout() {
-        return cache.layout();
-    }
-
-    @Override
-    public int length() {
-        return cache.length();
-    }
-
-    @Override
-    public int maxTokens() {
-        return cache.maxTokens();
-    }
-
-    @Override
-    public long bytesUsed() {
-        return cache.bytesUsed();
-    }
-
-    @Override
-    public long bytesAllocated() {
-        return cache.bytesAllocated();
-    }
-
-    @Override
-    public void advance(int rows) {
-        cache.advance(rows);
-    }
-
-    @Override
-    public void exportLayer(int layer, int from, int count, MemorySegment dst) {
-        cache.exportLayer(layer, from, count, dst);
-    }
-
-    @Override
-    public void importLayer(int layer, int count, MemorySegment src) {
-        cache.importLayer(layer, count, src);
-    }
-
-    @Override
-    public void truncate(int tokens) {
-        cache.truncate(tokens);
-    }
-
-    @Override
-    public void close() {
-        cache.close();
     }
 }

@@ -10,6 +10,7 @@ import io.tqserve.backend.cpu.CpuBackend;
 import io.tqserve.backend.mlx.MlxBackend;
 import io.tqserve.backend.mlx.MlxOptions;
 import io.tqserve.backend.mlx.MlxTestLibrary;
+import io.tqserve.kv.ForwardingKvCache;
 import io.tqserve.kv.KvCache;
 import io.tqserve.kv.KvCacheFactory;
 import io.tqserve.kv.KvScheme;

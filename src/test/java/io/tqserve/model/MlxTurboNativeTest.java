@@ -8,6 +8,7 @@ import io.tqserve.backend.mlx.MlxOptions;
 import io.tqserve.backend.mlx.MlxTestLibrary;
 import io.tqserve.cli.KvCurve;
 import io.tqserve.kv.Bf16Codec;
+import io.tqserve.kv.ForwardingKvCache;
 import io.tqserve.kv.KvCache;
 import io.tqserve.kv.KvCacheFactory;
 import io.tqserve.kv.KvScheme;

@@ -1,16 +1,15 @@
-package io.tqserve.model;
+package io.tqserve.kv;
 
-import io.tqserve.kv.AttentionShape;
-import io.tqserve.kv.KvCache;
-import io.tqserve.kv.KvLayout;
-import io.tqserve.kv.KvScheme;
 import java.lang.foreign.MemorySegment;
 
-/** A KV cache that hands every call to another one; tests override what they observe or change. */
-abstract class ForwardingKvCache implements KvCache {
-    final KvCache main;
+/**
+ * A KV cache that hands every call to another one (the decorator base of the benchmark's timing cache and of
+ * tests' observing caches); subclasses override what they observe or change.
+ */
+public abstract class ForwardingKvCache implements KvCache {
+    protected final KvCache main;
 
-    ForwardingKvCache(KvCache main) {
+    protected ForwardingKvCache(KvCache main) {
         this.main = main;
     }
 
@@ -47,6 +46,11 @@ abstract class ForwardingKvCache implements KvCache {
     @Override
     public int maxTokens() {
         return main.maxTokens();
+    }
+
+    @Override
+    public long bytesUsed() {
+        return main.bytesUsed();
     }
 
     @Override
