@@ -25,6 +25,8 @@ public final class CpuBackend implements ComputeBackend {
     private final QuantizedMatmul quantized;
     /** Interleaved copies of dense bf16 matrices for the decode kernel ({@link #prepare}), dropped with the matrix. */
     private final Map<Matrix, MemorySegment> packed = Collections.synchronizedMap(new WeakHashMap<>());
+    /** The same for quantized matrices the Vector API kernels read ({@link QuantizedVector.Pack}). */
+    private final Map<Matrix, QuantizedVector.Pack> qpacked = Collections.synchronizedMap(new WeakHashMap<>());
 
     public CpuBackend(Kernels kernels, int threads, String why) {
         this.kernels = kernels;
@@ -81,17 +83,13 @@ public final class CpuBackend implements ComputeBackend {
 
     @Override
     public void matmul(Matrix w, float[] x, int rows, float[] out) {
-        if (w.quantized()) {
-            quantized.matmul(pool, w, x, rows, out);
-            return;
-        }
         matmuls(new Matrix[] {w}, x, rows, new float[][] {out});
     }
 
     /**
-     * The dense matrices' blocks of rows all go to the pool in one {@code parallelFor} (quantized ones after it, one
-     * call each: their kernels prepare the input per matrix). A block's outputs are computed exactly as a lone
-     * {@link #matmul} computes them.
+     * The matrices' blocks of rows, dense and quantized, all go to the pool in one {@code parallelFor} (the quantized
+     * kernels' activations prepared before it, once for matrices of the same code width and groups). A block's
+     * outputs are computed exactly as a lone {@link #matmul} computes them.
      */
     @Override
     public void matmuls(Matrix[] ws, float[] x, int rows, float[][] outs) {
@@ -99,16 +97,26 @@ public final class CpuBackend implements ComputeBackend {
         int[] per = new int[m];
         int[] start = new int[m + 1];
         MemorySegment[] packs = new MemorySegment[m];
+        QuantizedVector.Pack[] qpacks = new QuantizedVector.Pack[m];
+        QuantizedMatmul.Input[] inputs = new QuantizedMatmul.Input[m];
         for (int k = 0; k < m; k++) {
-            int nBlocks = 0;
+            int outDim = ws[k].rows();
+            int blocks = Math.max(1, Math.min(outDim / 8, pool.threads() * 8));
+            per[k] = ((outDim + blocks - 1) / blocks + 3) / 4 * 4; // whole 4-row blocks for matvec and tiles
+            start[k + 1] = start[k] + (outDim + per[k] - 1) / per[k];
             if (!ws[k].quantized()) {
-                int outDim = ws[k].rows();
-                int blocks = Math.max(1, Math.min(outDim / 8, pool.threads() * 8));
-                per[k] = ((outDim + blocks - 1) / blocks + 3) / 4 * 4; // whole 4-row blocks for matvec and tiles
-                nBlocks = (outDim + per[k] - 1) / per[k];
                 packs[k] = rows == 1 ? packed.get(ws[k]) : null;
+                continue;
             }
-            start[k + 1] = start[k] + nBlocks;
+            qpacks[k] = qpacked.get(ws[k]);
+            for (int e = 0; e < k && inputs[k] == null; e++) {
+                if (inputs[e] != null && QuantizedMatmul.sameInput(ws[e], ws[k])) {
+                    inputs[k] = inputs[e];
+                }
+            }
+            if (inputs[k] == null) {
+                inputs[k] = quantized.input(ws[k], x, rows);
+            }
         }
         pool.parallelFor(start[m], b -> {
             int k = 0;
@@ -116,13 +124,13 @@ public final class CpuBackend implements ComputeBackend {
                 k++;
             }
             int from = (b - start[k]) * per[k];
-            block(ws[k], packs[k], x, rows, outs[k], from, Math.min(ws[k].rows(), from + per[k]));
-        });
-        for (int k = 0; k < m; k++) {
-            if (ws[k].quantized()) {
-                quantized.matmul(pool, ws[k], x, rows, outs[k]);
+            int to = Math.min(ws[k].rows(), from + per[k]);
+            if (inputs[k] != null) {
+                quantized.block(ws[k], qpacks[k], inputs[k], rows, outs[k], from, to);
+            } else {
+                block(ws[k], packs[k], x, rows, outs[k], from, to);
             }
-        }
+        });
     }
 
     /** Output rows [from, to) of a dense matmul; {@code pack} is the matrix repacked by {@link #prepare}, or null. */
@@ -158,8 +166,11 @@ public final class CpuBackend implements ComputeBackend {
      * With the Vector API kernels (and unless {@code -Dtqserve.cpu.repack=false}), keeps a copy of each dense bf16
      * matrix whose rows come in fours and whose width is a multiple of the vector length, its rows interleaved four
      * at a time ({@link VectorMatmul#pack4}): the decode kernel then reads one contiguous stream per thread rather
-     * than four streams a row apart, which the hardware prefetchers follow better. The copy lives off-heap beside the
-     * memory-mapped file (prefill and embedding lookups still read the file) and is freed with the matrix.
+     * than four streams a row apart, which the hardware prefetchers follow better. Quantized matrices the Vector API
+     * kernels read (4 and 8 bits, rows in fours) get the same treatment, their scales and biases widened to floats
+     * beside them ({@link QuantizedVector.Pack}); their kernels read the copy for every batch size. The copy lives
+     * off-heap beside the memory-mapped file (prefill and embedding lookups still read the file) and is freed with
+     * the matrix.
      */
     @Override
     public void prepare(java.util.Collection<Matrix> weights) {
@@ -168,13 +179,25 @@ public final class CpuBackend implements ComputeBackend {
         }
         for (Matrix m : weights) {
             int n = m.cols();
-            if (m.quantized() || m.dtype() != io.tqserve.backend.DType.BF16 || m.rows() % 4 != 0
-                    || n % VectorKernels.L != 0 || packed.containsKey(m)) {
+            if (m.rows() % 4 != 0 || packed.containsKey(m) || qpacked.containsKey(m)) {
+                continue;
+            }
+            int groups = m.rows() / 4;
+            int parts = Math.min(groups, pool.threads() * 4);
+            if (m.quantized()) {
+                if (!quantized.fast(m)) {
+                    continue;
+                }
+                QuantizedVector.Pack dst = QuantizedVector.allocate(m, Arena.ofAuto());
+                pool.parallelFor(parts, p -> QuantizedVector.pack(m, dst, (int) ((long) groups * p / parts),
+                        (int) ((long) groups * (p + 1) / parts)));
+                qpacked.put(m, dst);
+                continue;
+            }
+            if (m.dtype() != io.tqserve.backend.DType.BF16 || n % VectorKernels.L != 0) {
                 continue;
             }
             MemorySegment dst = Arena.ofAuto().allocate(m.data().byteSize(), 64);
-            int groups = m.rows() / 4;
-            int parts = Math.min(groups, pool.threads() * 4);
             pool.parallelFor(parts, p -> {
                 for (long g = (long) groups * p / parts, end = (long) groups * (p + 1) / parts; g < end; g++) {
                     VectorMatmul.pack4(m.data(), g * 8L * n, dst, g * 8L * n, n);
@@ -182,6 +205,11 @@ public final class CpuBackend implements ComputeBackend {
             });
             packed.put(m, dst);
         }
+    }
+
+    /** Whether {@link #prepare} keeps a repacked copy of m (for tests). */
+    boolean repacked(Matrix m) {
+        return packed.containsKey(m) || qpacked.containsKey(m);
     }
 
     private float[] scratch(int n) {

@@ -4,76 +4,104 @@ import io.tqserve.backend.Kernels;
 import io.tqserve.backend.Matrix;
 
 /**
- * The matmul of a group-affine quantized matrix ({@link io.tqserve.backend.GroupQuant}) on the CPU backend's pool:
- * the same split into 4-row blocks as the dense matmul of {@link CpuBackend}. 4- and 8-bit matrices on 256-bit or
- * wider vectors run {@link QuantizedVector}'s kernels, which read the packed codes in registers, for each activation
- * row against each block of four weight rows (the block stays in cache across the rows, so each weight byte comes
- * from memory once per call). Other code widths, narrower vectors and the scalar kernels decode four weight rows at a
- * time to floats with {@link QuantizedScalar} (never more: no dense copy of the matrix) and run the float tiles.
- * Either way an output gets the same arithmetic whatever the batch, so batching never changes a sequence's numbers.
+ * The matmul of a group-affine quantized matrix ({@link io.tqserve.backend.GroupQuant}) on the CPU backend's pool,
+ * split into 4-row blocks as the dense matmul of {@link CpuBackend} (and run in the same pass as the dense matrices of
+ * a fused call). 4- and 8-bit matrices on 256-bit or wider vectors run {@link QuantizedVector}'s kernels, which read
+ * the packed codes in registers, for each activation row against each block of four weight rows (the block stays in
+ * cache across the rows, so each weight byte comes from memory once per call), on the rows repacked at load
+ * ({@link QuantizedVector.Pack}) when the backend has them. Other code widths, narrower vectors and the scalar kernels
+ * decode four weight rows at a time to floats with {@link QuantizedScalar} (never more: no dense copy of the matrix)
+ * and run the float tiles. Either way an output gets the same arithmetic whatever the batch, so batching never
+ * changes a sequence's numbers.
  */
 final class QuantizedMatmul {
     private final Kernels kernels;
     private final boolean vector;
     private final ThreadLocal<float[]> rowScratch = new ThreadLocal<>();
-    private final ThreadLocal<float[]> xScratch = new ThreadLocal<>();
-    private final ThreadLocal<float[]> sumScratch = new ThreadLocal<>();
     private final ThreadLocal<float[]> scaleScratch = new ThreadLocal<>();
+
+    /** The activations as one matrix's kernels read them: permuted per code width, with their group sums. */
+    record Input(float[] x, float[] sums) {
+    }
 
     QuantizedMatmul(Kernels kernels) {
         this.kernels = kernels;
         this.vector = kernels instanceof VectorKernels;
     }
 
-    void matmul(KernelPool pool, Matrix w, float[] x, int rows, float[] out) {
+    /** Whether w runs the Vector API kernels (which read {@link #input}'s permuted activations). */
+    boolean fast(Matrix w) {
+        return vector && QuantizedVector.handles(w);
+    }
+
+    /**
+     * The activations for w: for the fast kernels x permuted into their order ({@link QuantizedVector#permute}) and
+     * the sums of x per group, in fresh arrays; otherwise x itself.
+     */
+    Input input(Matrix w, float[] x, int rows) {
+        if (!fast(w)) {
+            return new Input(x, null);
+        }
+        int inDim = w.cols();
+        int groups = inDim / w.quant().groupSize();
+        float[] xs = new float[rows * inDim];
+        float[] sums = new float[rows * groups];
+        for (int r = 0; r < rows; r++) {
+            QuantizedVector.permute(w.quant().bits(), x, r * inDim, inDim, xs, r * inDim);
+            QuantizedVector.groupSums(x, r * inDim, inDim, w.quant().groupSize(), sums, r * groups);
+        }
+        return new Input(xs, sums);
+    }
+
+    /** Whether an {@link Input} made for a can serve b (the same permutation and groups). */
+    static boolean sameInput(Matrix a, Matrix b) {
+        return a.cols() == b.cols() && a.quant().bits() == b.quant().bits()
+                && a.quant().groupSize() == b.quant().groupSize();
+    }
+
+    /**
+     * Output rows [from, to) (from a multiple of 4) of w times the activations of {@link #input}, with {@code pack}
+     * the rows repacked at load, or null.
+     */
+    void block(Matrix w, QuantizedVector.Pack pack, Input in, int rows, float[] out, int from, int to) {
         int outDim = w.rows();
         int inDim = w.cols();
-        boolean fast = vector && QuantizedVector.handles(w);
-        float[] xs = x;
-        float[] sums = null;
-        int groups = inDim / w.quant().groupSize();
-        if (fast) {
-            xs = scratch(xScratch, rows * inDim);
-            sums = scratch(sumScratch, rows * groups);
-            for (int r = 0; r < rows; r++) {
-                QuantizedVector.permute(w.quant().bits(), x, r * inDim, inDim, xs, r * inDim);
-                QuantizedVector.groupSums(x, r * inDim, inDim, w.quant().groupSize(), sums, r * groups);
-            }
-        }
-        float[] xin = xs;
-        float[] xsum = sums;
-        int blocks = Math.max(1, Math.min(outDim / 8, pool.threads() * 8));
-        int per = ((outDim + blocks - 1) / blocks + 3) / 4 * 4;
-        int nBlocks = (outDim + per - 1) / per;
-        pool.parallelFor(nBlocks, b -> {
-            int from = b * per;
-            int to = Math.min(outDim, from + per);
-            float[] wRows = null;
-            float[] sb = fast ? scratch(scaleScratch, 4 * groups + 4) : null;
+        float[] xin = in.x();
+        if (in.sums() != null) {
+            int groups = inDim / w.quant().groupSize();
+            float[] sb = scratch(scaleScratch, QuantizedVector.scratchSize(w.quant().bits(), inDim, w.quant().groupSize()));
+            boolean four = w.quant().bits() == 4;
             for (int j = from; j < to; j += 4) {
                 int count = Math.min(4, to - j);
-                if (fast) {
-                    for (int r = 0; r < rows; r++) {
-                        if (w.quant().bits() == 4) {
-                            QuantizedVector.matvecQ4(w, j, count, xin, r * inDim, xsum, r * groups, sb, out,
-                                    r * outDim + j);
+                for (int r = 0; r < rows; r++) {
+                    if (pack != null && count == 4) {
+                        if (four) {
+                            QuantizedVector.matvecQ4Packed(pack, j, inDim, xin, r * inDim, in.sums(), r * groups, sb,
+                                    out, r * outDim + j);
                         } else {
-                            QuantizedVector.matvecQ8(w, j, count, xin, r * inDim, xsum, r * groups, sb, out,
-                                    r * outDim + j);
+                            QuantizedVector.matvecQ8Packed(pack, j, inDim, xin, r * inDim, in.sums(), r * groups, sb,
+                                    out, r * outDim + j);
                         }
+                    } else if (four) {
+                        QuantizedVector.matvecQ4(w, j, count, xin, r * inDim, in.sums(), r * groups, sb, out,
+                                r * outDim + j);
+                    } else {
+                        QuantizedVector.matvecQ8(w, j, count, xin, r * inDim, in.sums(), r * groups, sb, out,
+                                r * outDim + j);
                     }
-                    continue;
-                }
-                if (wRows == null) {
-                    wRows = scratch(rowScratch, 4 * inDim);
-                }
-                QuantizedScalar.decodeRows(w, j, count, wRows);
-                for (int r = 0; r < rows; r += 4) {
-                    kernels.tile(wRows, 0, count, xin, r * inDim, Math.min(4, rows - r), inDim, out, r * outDim + j,
-                            outDim);
                 }
             }
-        });
+            return;
+        }
+        float[] wRows = scratch(rowScratch, 4 * inDim);
+        for (int j = from; j < to; j += 4) {
+            int count = Math.min(4, to - j);
+            QuantizedScalar.decodeRows(w, j, count, wRows);
+            for (int r = 0; r < rows; r += 4) {
+                kernels.tile(wRows, 0, count, xin, r * inDim, Math.min(4, rows - r), inDim, out, r * outDim + j,
+                        outDim);
+            }
+        }
     }
 
     private static float[] scratch(ThreadLocal<float[]> holder, int n) {

@@ -45,6 +45,8 @@ import jdk.incubator.vector.VectorOperators;
 final class QuantizedVector {
     /** The kernels need 256-bit or wider vectors (their blocks of P·L columns fit the group sizes then). */
     static final boolean WIDE = F.vectorBitSize() >= 256;
+    /** Four floats: the bias terms of a block of four rows, one lane per row. */
+    static final jdk.incubator.vector.VectorSpecies<Float> F4 = FloatVector.SPECIES_128;
 
     private QuantizedVector() {
     }
@@ -142,168 +144,342 @@ final class QuantizedVector {
         sb[4 * groups + 3] = z3;
     }
 
+    /**
+     * A quantized matrix repacked at load for these kernels ({@link #pack}): per pair of rows, the two rows' loads of
+     * L ints side by side ({@code 8·L} bytes per step), the pairs in row order, so the kernels read one contiguous
+     * stream per thread (as the bf16 decode kernel does) instead of four streams a row apart; the scales as floats in row order ({@code scales[r·groups + g]}) and the biases as floats with
+     * the four rows of a block side by side per group ({@code biases[(r/4)·4·groups + 4g + r%4]}), so a call's
+     * prologue is a copy and one 4-lane multiply-add per group.
+     */
+    record Pack(MemorySegment codes, MemorySegment scales, MemorySegment biases, long rowBytes, int groupSize) {
+    }
+
+    /**
+     * Repacks w (which {@link #handles}, rows in fours) into a {@link Pack} of fresh memory from {@code arena}; the
+     * blocks of four rows [from, to) only (callers split the work), so {@code dst} must come from {@link #allocate}.
+     */
+    static void pack(Matrix w, Pack dst, int fromBlock, int toBlock) {
+        GroupQuant q = w.quant();
+        int n = w.cols();
+        int groups = n / q.groupSize();
+        long rb = q.rowBytes(n);
+        long chunk = 4L * L;
+        MemorySegment src = w.data();
+        DType t = q.scaleType();
+        for (long j = fromBlock; j < toBlock; j++) {
+            long base = j * 4 * rb;
+            for (int pair = 0; pair < 2; pair++) {
+                long pb = base + pair * 2 * rb;
+                for (long c = 0; c < rb; c += chunk) {
+                    MemorySegment.copy(src, pb + c, dst.codes(), pb + 2 * c, chunk);
+                    MemorySegment.copy(src, pb + rb + c, dst.codes(), pb + 2 * c + chunk, chunk);
+                }
+            }
+            for (int r = 0; r < 4; r++) {
+                long row = 4 * j + r;
+                for (int g = 0; g < groups; g++) {
+                    dst.scales().setAtIndex(Layouts.FLOAT_LE, row * groups + g, t.read(q.scales(), row * groups + g));
+                    dst.biases().setAtIndex(Layouts.FLOAT_LE, 4 * j * groups + 4L * g + r,
+                            t.read(q.biases(), row * groups + g));
+                }
+            }
+        }
+    }
+
+    /** Memory for the {@link Pack} of w (filled by {@link #pack}). */
+    static Pack allocate(Matrix w, java.lang.foreign.Arena arena) {
+        GroupQuant q = w.quant();
+        long rb = q.rowBytes(w.cols());
+        long scales = (long) w.rows() * (w.cols() / q.groupSize()) * Float.BYTES;
+        return new Pack(arena.allocate(rb * w.rows(), 64), arena.allocate(scales, 64), arena.allocate(scales, 64), rb,
+                q.groupSize());
+    }
+
+    /**
+     * {@link #prologue} for rows row..row+3 of a {@link Pack}: the same values in sb (scales copied, the bias terms by
+     * the same multiply-adds in the same order, four rows in the lanes of one 128-bit vector). Returns the groups.
+     */
+    static int packedPrologue(Pack p, int row, int n, float[] xsum, int xsOff, float[] sb) {
+        int groups = n / p.groupSize();
+        MemorySegment.copy(p.scales(), Layouts.FLOAT_LE, (long) row * groups * Float.BYTES, sb, 0, 4 * groups);
+        MemorySegment bs = p.biases();
+        long b = (long) row * groups * Float.BYTES;
+        FloatVector z = FloatVector.zero(F4);
+        for (int g = 0; g < groups; g++) {
+            z = FloatVector.fromMemorySegment(F4, bs, b + 16L * g, LE).fma(FloatVector.broadcast(F4, xsum[xsOff + g]), z);
+        }
+        z.intoArray(sb, 4 * groups);
+        return groups;
+    }
+
     private static float bf16(MemorySegment m, long i) {
         return Float.intBitsToFloat((m.getAtIndex(Layouts.SHORT_LE, i) & 0xFFFF) << 16);
     }
 
-    /** out[outOff+q] = the fixed-order lane sum of accumulator q (lanes[q·L..]) + its bias term, for q < count. */
-    static void finish(float[] lanes, float[] sb, int groups, int count, float[] out, int outOff) {
-        out[outOff] = sumLanes(lanes, 0) + sb[4 * groups];
-        if (count > 1) {
-            out[outOff + 1] = sumLanes(lanes, L) + sb[4 * groups + 1];
+    /**
+     * Where the loops read the scales of block t of call row q: {@code sb[base + q·blocks + t]}. With one block per
+     * group that is the prologue's layout (base 0); with more, the scales are first repeated per block after the bias
+     * terms (base 4·groups + 4; sb must hold 4·groups + 4 + 4·blocks floats: {@link #scratchSize}).
+     */
+    static int scales(float[] sb, int groups, int blocks) {
+        if (blocks == groups) {
+            return 0;
         }
-        if (count > 2) {
-            out[outOff + 2] = sumLanes(lanes, 2 * L) + sb[4 * groups + 2];
+        int base = 4 * groups + 4;
+        int per = blocks / groups;
+        for (int q = 0; q < 4; q++) {
+            for (int t = 0; t < blocks; t++) {
+                sb[base + q * blocks + t] = sb[q * groups + t / per];
+            }
         }
-        if (count > 3) {
-            out[outOff + 3] = sumLanes(lanes, 3 * L) + sb[4 * groups + 3];
+        return base;
+    }
+
+    /** Floats of scratch a call needs for an n-column matrix of these code bits and groups. */
+    static int scratchSize(int bits, int n, int groupSize) {
+        return 4 * (n / groupSize) + 4 + 4 * (n / block(bits));
+    }
+
+    /**
+     * out[outOff+q] for q = q0, q0+1 (those below count): the fixed-order lane sum of the loop's accumulator
+     * (lanes[(q-q0)·L..]) + the row's bias term.
+     */
+    static void finish2(float[] lanes, float[] sb, int groups, int q0, int count, float[] out, int outOff) {
+        if (q0 < count) {
+            out[outOff + q0] = sumLanes(lanes, 0) + sb[4 * groups + q0];
+        }
+        if (q0 + 1 < count) {
+            out[outOff + q0 + 1] = sumLanes(lanes, L) + sb[4 * groups + q0 + 1];
         }
     }
 
     /**
      * Up to four 4-bit rows of w (row .. row+count-1) times x (in the kernels' order: {@link #permute}):
      * out[outOff+q] = row (row+q) · x, with {@code xsum[xsOff + g]} the sum of x over group g and {@code sb} room
-     * for 4 · groups + 4 floats (the rows' scales and bias terms: {@link #prologue}). See the class comment for the arithmetic. Rows
-     * beyond count are computed on a copy of the last one and not written.
+     * for 4 · groups + 4 floats (the rows' scales and bias terms: {@link #prologue}). See the class comment for the
+     * arithmetic. Rows beyond count are computed on a copy of the last one and not written.
      */
     static void matvecQ4(Matrix w, int row, int count, float[] x, int xOff, float[] xsum, int xsOff, float[] sb,
             float[] out, int outOff) {
         int n = w.cols();
-        int shift = Integer.numberOfTrailingZeros(w.quant().groupSize());
-        int groups = n >> shift;
-        MemorySegment seg = w.data();
         long rb = w.quant().rowBytes(n);
-        int r1 = row + Math.min(1, count - 1);
-        int r2 = row + Math.min(2, count - 1);
-        int r3 = row + Math.min(3, count - 1);
-        long b0 = rb * row;
-        long b1 = rb * r1;
-        long b2 = rb * r2;
-        long b3 = rb * r3;
+        int gs = w.quant().groupSize();
         prologue(w, row, count, xsum, xsOff, sb);
+        long b0 = rb * row;
+        long b2 = rb * (row + Math.min(2, count - 1));
+        loop2Q4(w.data(), b0, rb * (row + Math.min(1, count - 1)) - b0, n, gs, x, xOff, sb, 0, count, out,
+                outOff);
+        if (count > 2) {
+            loop2Q4(w.data(), b2, rb * (row + Math.min(3, count - 1)) - b2, n, gs, x, xOff, sb, 2, count, out,
+                    outOff);
+        }
+    }
+
+    /**
+     * As {@link #matvecQ4}, on four rows (row a multiple of 4) repacked at load ({@link #pack}). Same arithmetic, so
+     * the same bits.
+     */
+    static void matvecQ4Packed(Pack p, int row, int n, float[] x, int xOff, float[] xsum, int xsOff, float[] sb,
+            float[] out, int outOff) {
+        packedPrologue(p, row, n, xsum, xsOff, sb);
+        long base = row * p.rowBytes();
+        loop2Q4Packed(p.codes(), base, n, p.groupSize(), x, xOff, sb, 0, 4, out, outOff);
+        loop2Q4Packed(p.codes(), base + 2 * p.rowBytes(), n, p.groupSize(), x, xOff, sb, 2, 4, out, outOff);
+    }
+
+    /**
+     * The loop of the 4-bit kernels on two rows at byte offsets b0 and b0 + d1 of seg, each advancing {@code step}
+     * bytes per load of L ints, rows q0 and q0 + 1 of the call's four (scales and bias terms in sb: {@link #prologue}).
+     * Two rows rather than four keep every operand of the loop in the 16 vector registers of AVX2: with four rows the
+     * JIT spilled accumulators and loop invariants to the stack on every step, and how badly depended on the order in
+     * which it compiled things (a twofold swing between runs of the same build). Each row's arithmetic is the same
+     * whichever rows share the loop.
+     */
+    private static void loop2Q4(MemorySegment seg, long b0, long d1, int n, int groupSize, float[] x,
+            int xOff, float[] sb, int q0, int count, float[] out, int outOff) {
+        int groups = n / groupSize;
+        int blocks = n / (8 * L);
+        long b1 = b0 + d1;
+        int s0 = scales(sb, groups, blocks) + q0 * blocks;
+        int s1 = s0 + blocks;
         FloatVector c0 = FloatVector.zero(F);
         FloatVector c1 = FloatVector.zero(F);
-        FloatVector c2 = FloatVector.zero(F);
-        FloatVector c3 = FloatVector.zero(F);
-        FloatVector xv;
-        for (int k = 0; k < n; k += 8 * L) {
-            IntVector v0 = IntVector.fromMemorySegment(I, seg, b0 + k / 2, LE);
-            IntVector v1 = IntVector.fromMemorySegment(I, seg, b1 + k / 2, LE);
-            IntVector v2 = IntVector.fromMemorySegment(I, seg, b2 + k / 2, LE);
-            IntVector v3 = IntVector.fromMemorySegment(I, seg, b3 + k / 2, LE);
-            xv = FloatVector.fromArray(F, x, xOff + k);
+        // the block index is the loop's counter, so the scale, activation and code reads are all linear in it and
+        // their range checks leave the loop (a check left inside made the JIT box the accumulators on every step)
+        for (int t = 0; t < blocks; t++) {
+            int k = t * (8 * L);
+            long off = t * (4L * L);
+            IntVector v0 = IntVector.fromMemorySegment(I, seg, b0 + off, LE);
+            IntVector v1 = IntVector.fromMemorySegment(I, seg, b1 + off, LE);
+            FloatVector xv = FloatVector.fromArray(F, x, xOff + k);
             FloatVector e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).mul(xv);
             FloatVector e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).mul(xv);
-            FloatVector e2 = ((FloatVector) v2.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).mul(xv);
-            FloatVector e3 = ((FloatVector) v3.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).mul(xv);
-            xv = FloatVector.fromArray(F, x, xOff + k + 1 * L);
-            FloatVector o0 = ((FloatVector) v0.lanewise(VectorOperators.AND, 0xF0).convert(VectorOperators.I2F, 0)).mul(xv);
-            FloatVector o1 = ((FloatVector) v1.lanewise(VectorOperators.AND, 0xF0).convert(VectorOperators.I2F, 0)).mul(xv);
-            FloatVector o2 = ((FloatVector) v2.lanewise(VectorOperators.AND, 0xF0).convert(VectorOperators.I2F, 0)).mul(xv);
-            FloatVector o3 = ((FloatVector) v3.lanewise(VectorOperators.AND, 0xF0).convert(VectorOperators.I2F, 0)).mul(xv);
-            xv = FloatVector.fromArray(F, x, xOff + k + 2 * L);
-            e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, 0xF00).convert(VectorOperators.I2F, 0)).fma(xv, e0);
-            e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, 0xF00).convert(VectorOperators.I2F, 0)).fma(xv, e1);
-            e2 = ((FloatVector) v2.lanewise(VectorOperators.AND, 0xF00).convert(VectorOperators.I2F, 0)).fma(xv, e2);
-            e3 = ((FloatVector) v3.lanewise(VectorOperators.AND, 0xF00).convert(VectorOperators.I2F, 0)).fma(xv, e3);
-            xv = FloatVector.fromArray(F, x, xOff + k + 3 * L);
-            o0 = ((FloatVector) v0.lanewise(VectorOperators.AND, 0xF000).convert(VectorOperators.I2F, 0)).fma(xv, o0);
-            o1 = ((FloatVector) v1.lanewise(VectorOperators.AND, 0xF000).convert(VectorOperators.I2F, 0)).fma(xv, o1);
-            o2 = ((FloatVector) v2.lanewise(VectorOperators.AND, 0xF000).convert(VectorOperators.I2F, 0)).fma(xv, o2);
-            o3 = ((FloatVector) v3.lanewise(VectorOperators.AND, 0xF000).convert(VectorOperators.I2F, 0)).fma(xv, o3);
-            xv = FloatVector.fromArray(F, x, xOff + k + 4 * L);
-            e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, 0xF0000).convert(VectorOperators.I2F, 0)).fma(xv, e0);
-            e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, 0xF0000).convert(VectorOperators.I2F, 0)).fma(xv, e1);
-            e2 = ((FloatVector) v2.lanewise(VectorOperators.AND, 0xF0000).convert(VectorOperators.I2F, 0)).fma(xv, e2);
-            e3 = ((FloatVector) v3.lanewise(VectorOperators.AND, 0xF0000).convert(VectorOperators.I2F, 0)).fma(xv, e3);
-            xv = FloatVector.fromArray(F, x, xOff + k + 5 * L);
-            o0 = ((FloatVector) v0.lanewise(VectorOperators.AND, 0xF00000).convert(VectorOperators.I2F, 0)).fma(xv, o0);
-            o1 = ((FloatVector) v1.lanewise(VectorOperators.AND, 0xF00000).convert(VectorOperators.I2F, 0)).fma(xv, o1);
-            o2 = ((FloatVector) v2.lanewise(VectorOperators.AND, 0xF00000).convert(VectorOperators.I2F, 0)).fma(xv, o2);
-            o3 = ((FloatVector) v3.lanewise(VectorOperators.AND, 0xF00000).convert(VectorOperators.I2F, 0)).fma(xv, o3);
-            xv = FloatVector.fromArray(F, x, xOff + k + 6 * L);
-            e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, 0xF000000).convert(VectorOperators.I2F, 0)).fma(xv, e0);
-            e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, 0xF000000).convert(VectorOperators.I2F, 0)).fma(xv, e1);
-            e2 = ((FloatVector) v2.lanewise(VectorOperators.AND, 0xF000000).convert(VectorOperators.I2F, 0)).fma(xv, e2);
-            e3 = ((FloatVector) v3.lanewise(VectorOperators.AND, 0xF000000).convert(VectorOperators.I2F, 0)).fma(xv, e3);
+            // codes 1..6 in a loop rather than written out: the JIT unrolls it, and the method's parsed graph stays
+            // small enough that every vector operation is intrinsified (see the class comment)
+            for (int c = 1, mask = 0xF0; c < 7; c++, mask <<= 4) {
+                xv = FloatVector.fromArray(F, x, xOff + k + c * L);
+                e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e0);
+                e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e1);
+            }
             xv = FloatVector.fromArray(F, x, xOff + k + 7 * L);
-            o0 = ((FloatVector) v0.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(xv, o0);
-            o1 = ((FloatVector) v1.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(xv, o1);
-            o2 = ((FloatVector) v2.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(xv, o2);
-            o3 = ((FloatVector) v3.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(xv, o3);
-            int g = k >> shift;
-            c0 = e0.add(o0).fma(FloatVector.broadcast(F, sb[g]), c0);
-            c1 = e1.add(o1).fma(FloatVector.broadcast(F, sb[groups + g]), c1);
-            c2 = e2.add(o2).fma(FloatVector.broadcast(F, sb[2 * groups + g]), c2);
-            c3 = e3.add(o3).fma(FloatVector.broadcast(F, sb[3 * groups + g]), c3);
+            e0 = ((FloatVector) v0.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(xv, e0);
+            e1 = ((FloatVector) v1.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(xv, e1);
+            c0 = e0.fma(FloatVector.broadcast(F, sb[s0 + t]), c0);
+            c1 = e1.fma(FloatVector.broadcast(F, sb[s1 + t]), c1);
         }
         float[] lanes = LANES.get();
         c0.intoArray(lanes, 0);
         c1.intoArray(lanes, L);
-        c2.intoArray(lanes, 2 * L);
-        c3.intoArray(lanes, 3 * L);
-        finish(lanes, sb, groups, count, out, outOff);
+        finish2(lanes, sb, groups, q0, count, out, outOff);
     }
 
+    /** {@link #loop2Q4} on a pair of rows repacked at load ({@link #pack}): the second row's load follows the first's. */
+    private static void loop2Q4Packed(MemorySegment seg, long b0, int n, int groupSize, float[] x,
+            int xOff, float[] sb, int q0, int count, float[] out, int outOff) {
+        int groups = n / groupSize;
+        int blocks = n / (8 * L);
+        long b1 = b0 + 4L * L;
+        int s0 = scales(sb, groups, blocks) + q0 * blocks;
+        int s1 = s0 + blocks;
+        FloatVector c0 = FloatVector.zero(F);
+        FloatVector c1 = FloatVector.zero(F);
+        // the block index is the loop's counter, so the scale, activation and code reads are all linear in it and
+        // their range checks leave the loop (a check left inside made the JIT box the accumulators on every step)
+        for (int t = 0; t < blocks; t++) {
+            int k = t * (8 * L);
+            long off = t * (8L * L);
+            IntVector v0 = IntVector.fromMemorySegment(I, seg, b0 + off, LE);
+            IntVector v1 = IntVector.fromMemorySegment(I, seg, b1 + off, LE);
+            FloatVector xv = FloatVector.fromArray(F, x, xOff + k);
+            FloatVector e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).mul(xv);
+            FloatVector e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).mul(xv);
+            // codes 1..6 in a loop rather than written out: the JIT unrolls it, and the method's parsed graph stays
+            // small enough that every vector operation is intrinsified (see the class comment)
+            for (int c = 1, mask = 0xF0; c < 7; c++, mask <<= 4) {
+                xv = FloatVector.fromArray(F, x, xOff + k + c * L);
+                e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e0);
+                e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e1);
+            }
+            xv = FloatVector.fromArray(F, x, xOff + k + 7 * L);
+            e0 = ((FloatVector) v0.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(xv, e0);
+            e1 = ((FloatVector) v1.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(xv, e1);
+            c0 = e0.fma(FloatVector.broadcast(F, sb[s0 + t]), c0);
+            c1 = e1.fma(FloatVector.broadcast(F, sb[s1 + t]), c1);
+        }
+        float[] lanes = LANES.get();
+        c0.intoArray(lanes, 0);
+        c1.intoArray(lanes, L);
+        finish2(lanes, sb, groups, q0, count, out, outOff);
+    }
 
     /** As {@link #matvecQ4}, for 8-bit rows. */
     static void matvecQ8(Matrix w, int row, int count, float[] x, int xOff, float[] xsum, int xsOff, float[] sb,
             float[] out, int outOff) {
         int n = w.cols();
-        int shift = Integer.numberOfTrailingZeros(w.quant().groupSize());
-        int groups = n >> shift;
-        MemorySegment seg = w.data();
         long rb = w.quant().rowBytes(n);
-        int r1 = row + Math.min(1, count - 1);
-        int r2 = row + Math.min(2, count - 1);
-        int r3 = row + Math.min(3, count - 1);
-        long b0 = rb * row;
-        long b1 = rb * r1;
-        long b2 = rb * r2;
-        long b3 = rb * r3;
+        int gs = w.quant().groupSize();
         prologue(w, row, count, xsum, xsOff, sb);
+        long b0 = rb * row;
+        long b2 = rb * (row + Math.min(2, count - 1));
+        loop2Q8(w.data(), b0, rb * (row + Math.min(1, count - 1)) - b0, n, gs, x, xOff, sb, 0, count, out,
+                outOff);
+        if (count > 2) {
+            loop2Q8(w.data(), b2, rb * (row + Math.min(3, count - 1)) - b2, n, gs, x, xOff, sb, 2, count, out,
+                    outOff);
+        }
+    }
+
+    /** As {@link #matvecQ4Packed}, for 8-bit rows. */
+    static void matvecQ8Packed(Pack p, int row, int n, float[] x, int xOff, float[] xsum, int xsOff, float[] sb,
+            float[] out, int outOff) {
+        packedPrologue(p, row, n, xsum, xsOff, sb);
+        long base = row * p.rowBytes();
+        loop2Q8Packed(p.codes(), base, n, p.groupSize(), x, xOff, sb, 0, 4, out, outOff);
+        loop2Q8Packed(p.codes(), base + 2 * p.rowBytes(), n, p.groupSize(), x, xOff, sb, 2, 4, out, outOff);
+    }
+
+    /**
+     * The loop of the 8-bit kernels on two rows at byte offsets b0 and b0 + d1 of seg, each advancing {@code step}
+     * bytes per load of L ints, rows q0 and q0 + 1 of the call's four (scales and bias terms in sb: {@link #prologue}).
+     * Two rows rather than four keep every operand of the loop in the 16 vector registers of AVX2: with four rows the
+     * JIT spilled accumulators and loop invariants to the stack on every step, and how badly depended on the order in
+     * which it compiled things (a twofold swing between runs of the same build). Each row's arithmetic is the same
+     * whichever rows share the loop.
+     */
+    private static void loop2Q8(MemorySegment seg, long b0, long d1, int n, int groupSize, float[] x,
+            int xOff, float[] sb, int q0, int count, float[] out, int outOff) {
+        int groups = n / groupSize;
+        int blocks = n / (4 * L);
+        long b1 = b0 + d1;
+        int s0 = scales(sb, groups, blocks) + q0 * blocks;
+        int s1 = s0 + blocks;
         FloatVector c0 = FloatVector.zero(F);
         FloatVector c1 = FloatVector.zero(F);
-        FloatVector c2 = FloatVector.zero(F);
-        FloatVector c3 = FloatVector.zero(F);
-        FloatVector xv;
-        for (int k = 0; k < n; k += 4 * L) {
-            IntVector v0 = IntVector.fromMemorySegment(I, seg, b0 + k, LE);
-            IntVector v1 = IntVector.fromMemorySegment(I, seg, b1 + k, LE);
-            IntVector v2 = IntVector.fromMemorySegment(I, seg, b2 + k, LE);
-            IntVector v3 = IntVector.fromMemorySegment(I, seg, b3 + k, LE);
-            xv = FloatVector.fromArray(F, x, xOff + k);
-            FloatVector e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).mul(xv);
-            FloatVector e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).mul(xv);
-            FloatVector e2 = ((FloatVector) v2.lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).mul(xv);
-            FloatVector e3 = ((FloatVector) v3.lanewise(VectorOperators.AND, 0xFF).convert(VectorOperators.I2F, 0)).mul(xv);
-            xv = FloatVector.fromArray(F, x, xOff + k + 1 * L);
-            FloatVector o0 = ((FloatVector) v0.lanewise(VectorOperators.AND, 0xFF00).convert(VectorOperators.I2F, 0)).mul(xv);
-            FloatVector o1 = ((FloatVector) v1.lanewise(VectorOperators.AND, 0xFF00).convert(VectorOperators.I2F, 0)).mul(xv);
-            FloatVector o2 = ((FloatVector) v2.lanewise(VectorOperators.AND, 0xFF00).convert(VectorOperators.I2F, 0)).mul(xv);
-            FloatVector o3 = ((FloatVector) v3.lanewise(VectorOperators.AND, 0xFF00).convert(VectorOperators.I2F, 0)).mul(xv);
-            xv = FloatVector.fromArray(F, x, xOff + k + 2 * L);
-            e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, 0xFF0000).convert(VectorOperators.I2F, 0)).fma(xv, e0);
-            e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, 0xFF0000).convert(VectorOperators.I2F, 0)).fma(xv, e1);
-            e2 = ((FloatVector) v2.lanewise(VectorOperators.AND, 0xFF0000).convert(VectorOperators.I2F, 0)).fma(xv, e2);
-            e3 = ((FloatVector) v3.lanewise(VectorOperators.AND, 0xFF0000).convert(VectorOperators.I2F, 0)).fma(xv, e3);
+        // the block index is the loop's counter, so the scale, activation and code reads are all linear in it and
+        // their range checks leave the loop (a check left inside made the JIT box the accumulators on every step)
+        for (int t = 0; t < blocks; t++) {
+            int k = t * (4 * L);
+            long off = t * (4L * L);
+            IntVector v0 = IntVector.fromMemorySegment(I, seg, b0 + off, LE);
+            IntVector v1 = IntVector.fromMemorySegment(I, seg, b1 + off, LE);
+            // the first multiply is a multiply-add into zero (the same bits) so that all three masked codes share the
+            // loop, which the JIT compiles without boxing the accumulators (written out, it did not; see loop2Q4)
+            FloatVector e0 = FloatVector.zero(F);
+            FloatVector e1 = FloatVector.zero(F);
+            FloatVector xv;
+            for (int c = 0, mask = 0xFF; c < 3; c++, mask <<= 8) {
+                xv = FloatVector.fromArray(F, x, xOff + k + c * L);
+                e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e0);
+                e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e1);
+            }
             xv = FloatVector.fromArray(F, x, xOff + k + 3 * L);
-            o0 = ((FloatVector) v0.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(xv, o0);
-            o1 = ((FloatVector) v1.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(xv, o1);
-            o2 = ((FloatVector) v2.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(xv, o2);
-            o3 = ((FloatVector) v3.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(xv, o3);
-            int g = k >> shift;
-            c0 = e0.add(o0).fma(FloatVector.broadcast(F, sb[g]), c0);
-            c1 = e1.add(o1).fma(FloatVector.broadcast(F, sb[groups + g]), c1);
-            c2 = e2.add(o2).fma(FloatVector.broadcast(F, sb[2 * groups + g]), c2);
-            c3 = e3.add(o3).fma(FloatVector.broadcast(F, sb[3 * groups + g]), c3);
+            e0 = ((FloatVector) v0.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(xv, e0);
+            e1 = ((FloatVector) v1.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(xv, e1);
+            c0 = e0.fma(FloatVector.broadcast(F, sb[s0 + t]), c0);
+            c1 = e1.fma(FloatVector.broadcast(F, sb[s1 + t]), c1);
         }
         float[] lanes = LANES.get();
         c0.intoArray(lanes, 0);
         c1.intoArray(lanes, L);
-        c2.intoArray(lanes, 2 * L);
-        c3.intoArray(lanes, 3 * L);
-        finish(lanes, sb, groups, count, out, outOff);
+        finish2(lanes, sb, groups, q0, count, out, outOff);
     }
 
+    /** {@link #loop2Q8} on a pair of rows repacked at load ({@link #pack}): the second row's load follows the first's. */
+    private static void loop2Q8Packed(MemorySegment seg, long b0, int n, int groupSize, float[] x,
+            int xOff, float[] sb, int q0, int count, float[] out, int outOff) {
+        int groups = n / groupSize;
+        int blocks = n / (4 * L);
+        long b1 = b0 + 4L * L;
+        int s0 = scales(sb, groups, blocks) + q0 * blocks;
+        int s1 = s0 + blocks;
+        FloatVector c0 = FloatVector.zero(F);
+        FloatVector c1 = FloatVector.zero(F);
+        // the block index is the loop's counter, so the scale, activation and code reads are all linear in it and
+        // their range checks leave the loop (a check left inside made the JIT box the accumulators on every step)
+        for (int t = 0; t < blocks; t++) {
+            int k = t * (4 * L);
+            long off = t * (8L * L);
+            IntVector v0 = IntVector.fromMemorySegment(I, seg, b0 + off, LE);
+            IntVector v1 = IntVector.fromMemorySegment(I, seg, b1 + off, LE);
+            // the first multiply is a multiply-add into zero (the same bits) so that all three masked codes share the
+            // loop, which the JIT compiles without boxing the accumulators (written out, it did not; see loop2Q4)
+            FloatVector e0 = FloatVector.zero(F);
+            FloatVector e1 = FloatVector.zero(F);
+            FloatVector xv;
+            for (int c = 0, mask = 0xFF; c < 3; c++, mask <<= 8) {
+                xv = FloatVector.fromArray(F, x, xOff + k + c * L);
+                e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e0);
+                e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e1);
+            }
+            xv = FloatVector.fromArray(F, x, xOff + k + 3 * L);
+            e0 = ((FloatVector) v0.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(xv, e0);
+            e1 = ((FloatVector) v1.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(xv, e1);
+            c0 = e0.fma(FloatVector.broadcast(F, sb[s0 + t]), c0);
+            c1 = e1.fma(FloatVector.broadcast(F, sb[s1 + t]), c1);
+        }
+        float[] lanes = LANES.get();
+        c0.intoArray(lanes, 0);
+        c1.intoArray(lanes, L);
+        finish2(lanes, sb, groups, q0, count, out, outOff);
+    }
 }

@@ -42,6 +42,11 @@ class QuantizedKernelParityTest {
 
     /** A rows x cols matrix of random weights quantized as MLX does. */
     static Matrix quantized(int rows, int cols, int bits, int groupSize, DType scaleType, long seed) {
+        return quantized(arena, rows, cols, bits, groupSize, scaleType, seed);
+    }
+
+    /** As {@link #quantized(int, int, int, int, DType, long)}, in the given arena. */
+    static Matrix quantized(Arena arena, int rows, int cols, int bits, int groupSize, DType scaleType, long seed) {
         float[] w = KernelParityTest.random(rows * cols, seed, 0.5f);
         int groups = cols / groupSize;
         byte[] packed = new byte[rows * cols * bits / 8];

@@ -51,6 +51,46 @@ class RepackedMatmulTest {
         }
     }
 
+    /**
+     * Quantized matrices repacked at load ({@link QuantizedVector.Pack}): for every batch size the same bits as the
+     * kernels on the stored layout (the pack changes where the bytes are, not the arithmetic), alone and fused with
+     * dense and other quantized matrices in one pass; a matrix whose rows do not come in fours stays unpacked.
+     */
+    @ParameterizedTest
+    @org.junit.jupiter.params.provider.CsvSource({"4, 64, BF16", "4, 128, F16", "8, 64, BF16", "8, 32, F32"})
+    void packedQuantizedRowsGiveTheBitsOfTheStoredLayout(int bits, int groupSize, DType scaleType) {
+        int dim = 4 * Math.max(groupSize, QuantizedVector.block(bits));
+        try (Arena arena = Arena.ofShared(); CpuBackend plain = new CpuBackend(new VectorKernels(), 2, "plain");
+                CpuBackend fast = new CpuBackend(new VectorKernels(), 2, "repacked")) {
+            Matrix q = QuantizedKernelParityTest.quantized(arena, 64, dim, bits, groupSize, scaleType, 11);
+            Matrix k = QuantizedKernelParityTest.quantized(arena, 32, dim, bits, groupSize, scaleType, 12);
+            Matrix other = QuantizedKernelParityTest.quantized(arena, 16, dim, bits == 4 ? 8 : 4, 64, DType.BF16, 13);
+            Matrix odd = QuantizedKernelParityTest.quantized(arena, 37, dim, bits, groupSize, scaleType, 14);
+            Matrix dense = KernelParityTest.matrix(arena, DType.BF16, 24, dim, 15);
+            fast.prepare(List.of(q, k, other, odd, dense));
+            assertEquals(QuantizedVector.WIDE, fast.repacked(q), "4- and 8-bit rows in fours are repacked");
+            assertEquals(false, fast.repacked(odd), "37 rows are not");
+            for (int rows : new int[] {1, 3, 6}) {
+                float[] x = KernelParityTest.random(rows * dim, 100 + rows, 1f);
+                Matrix[] ws = {q, dense, k, other, odd};
+                float[][] lone = new float[ws.length][];
+                float[][] fused = new float[ws.length][];
+                for (int i = 0; i < ws.length; i++) {
+                    lone[i] = new float[rows * ws[i].rows()];
+                    fused[i] = new float[rows * ws[i].rows()];
+                    plain.matmul(ws[i], x, rows, lone[i]);
+                }
+                fast.matmuls(ws, x, rows, fused);
+                for (int i = 0; i < ws.length; i++) {
+                    assertBits(lone[i], fused[i], rows + " rows, fused, matrix " + i);
+                    float[] single = new float[rows * ws[i].rows()];
+                    fast.matmul(ws[i], x, rows, single);
+                    assertBits(lone[i], single, rows + " rows, lone matmul on the prepared backend, matrix " + i);
+                }
+            }
+        }
+    }
+
     @Test
     void preparedAndFusedMatmulsGiveTheBitsOfLoneMatmulsOnTheMappedLayout() {
         int dim = 16 * L + 0;
