@@ -25,8 +25,8 @@ public final class CpuBackend implements ComputeBackend {
     private final QuantizedMatmul quantized;
     /** Interleaved copies of dense bf16 matrices for the decode kernel ({@link #prepare}), dropped with the matrix. */
     private final Map<Matrix, MemorySegment> packed = Collections.synchronizedMap(new WeakHashMap<>());
-    /** The same for quantized matrices the Vector API kernels read ({@link QuantizedVector.Pack}). */
-    private final Map<Matrix, QuantizedVector.Pack> qpacked = Collections.synchronizedMap(new WeakHashMap<>());
+    /** The same for quantized matrices the Vector API kernels read ({@link QuantizedPack}). */
+    private final Map<Matrix, QuantizedPack> qpacked = Collections.synchronizedMap(new WeakHashMap<>());
 
     public CpuBackend(Kernels kernels, int threads, String why) {
         this.kernels = kernels;
@@ -97,7 +97,7 @@ public final class CpuBackend implements ComputeBackend {
         int[] per = new int[m];
         int[] start = new int[m + 1];
         MemorySegment[] packs = new MemorySegment[m];
-        QuantizedVector.Pack[] qpacks = new QuantizedVector.Pack[m];
+        QuantizedPack[] qpacks = new QuantizedPack[m];
         QuantizedMatmul.Input[] inputs = new QuantizedMatmul.Input[m];
         for (int k = 0; k < m; k++) {
             int outDim = ws[k].rows();
@@ -168,13 +168,14 @@ public final class CpuBackend implements ComputeBackend {
      * at a time ({@link VectorMatmul#pack4}): the decode kernel then reads one contiguous stream per thread rather
      * than four streams a row apart, which the hardware prefetchers follow better. Quantized matrices the Vector API
      * kernels read (4 and 8 bits, rows in fours) get the same treatment, their scales and biases widened to floats
-     * beside them ({@link QuantizedVector.Pack}); their kernels read the copy for every batch size. The copy lives
+     * beside them ({@link QuantizedPack}); their kernels read the copy for every batch size. The copy lives
      * off-heap beside the memory-mapped file (prefill and embedding lookups still read the file) and is freed with
      * the matrix.
      */
     @Override
     public void prepare(java.util.Collection<Matrix> weights) {
-        if (!(kernels instanceof VectorKernels) || "false".equalsIgnoreCase(System.getProperty(REPACK_PROPERTY, "true"))) {
+        if (!(kernels instanceof VectorKernels)
+                || "false".equalsIgnoreCase(System.getProperty(REPACK_PROPERTY, "true"))) {
             return;
         }
         for (Matrix m : weights) {
@@ -188,8 +189,8 @@ public final class CpuBackend implements ComputeBackend {
                 if (!quantized.fast(m)) {
                     continue;
                 }
-                QuantizedVector.Pack dst = QuantizedVector.allocate(m, Arena.ofAuto());
-                pool.parallelFor(parts, p -> QuantizedVector.pack(m, dst, (int) ((long) groups * p / parts),
+                QuantizedPack dst = QuantizedPack.allocate(m, Arena.ofAuto());
+                pool.parallelFor(parts, p -> QuantizedPack.pack(m, dst, (int) ((long) groups * p / parts),
                         (int) ((long) groups * (p + 1) / parts)));
                 qpacked.put(m, dst);
                 continue;

@@ -9,7 +9,7 @@ import io.tqserve.backend.Matrix;
  * a fused call). 4- and 8-bit matrices on 256-bit or wider vectors run {@link QuantizedVector}'s kernels, which read
  * the packed codes in registers, for each activation row against each block of four weight rows (the block stays in
  * cache across the rows, so each weight byte comes from memory once per call), on the rows repacked at load
- * ({@link QuantizedVector.Pack}) when the backend has them. Other code widths, narrower vectors and the scalar kernels
+ * ({@link QuantizedPack}) when the backend has them. Other code widths, narrower vectors and the scalar kernels
  * decode four weight rows at a time to floats with {@link QuantizedScalar} (never more: no dense copy of the matrix)
  * and run the float tiles. Either way an output gets the same arithmetic whatever the batch, so batching never
  * changes a sequence's numbers.
@@ -63,13 +63,14 @@ final class QuantizedMatmul {
      * Output rows [from, to) (from a multiple of 4) of w times the activations of {@link #input}, with {@code pack}
      * the rows repacked at load, or null.
      */
-    void block(Matrix w, QuantizedVector.Pack pack, Input in, int rows, float[] out, int from, int to) {
+    void block(Matrix w, QuantizedPack pack, Input in, int rows, float[] out, int from, int to) {
         int outDim = w.rows();
         int inDim = w.cols();
         float[] xin = in.x();
         if (in.sums() != null) {
             int groups = inDim / w.quant().groupSize();
-            float[] sb = scratch(scaleScratch, QuantizedVector.scratchSize(w.quant().bits(), inDim, w.quant().groupSize()));
+            int size = QuantizedVector.scratchSize(w.quant().bits(), inDim, w.quant().groupSize());
+            float[] sb = scratch(scaleScratch, size);
             boolean four = w.quant().bits() == 4;
             for (int j = from; j < to; j += 4) {
                 int count = Math.min(4, to - j);

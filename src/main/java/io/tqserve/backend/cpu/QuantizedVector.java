@@ -45,8 +45,6 @@ import jdk.incubator.vector.VectorOperators;
 final class QuantizedVector {
     /** The kernels need 256-bit or wider vectors (their blocks of P·L columns fit the group sizes then). */
     static final boolean WIDE = F.vectorBitSize() >= 256;
-    /** Four floats: the bias terms of a block of four rows, one lane per row. */
-    static final jdk.incubator.vector.VectorSpecies<Float> F4 = FloatVector.SPECIES_128;
 
     private QuantizedVector() {
     }
@@ -144,74 +142,6 @@ final class QuantizedVector {
         sb[4 * groups + 3] = z3;
     }
 
-    /**
-     * A quantized matrix repacked at load for these kernels ({@link #pack}): per pair of rows, the two rows' loads of
-     * L ints side by side ({@code 8·L} bytes per step), the pairs in row order, so the kernels read one contiguous
-     * stream per thread (as the bf16 decode kernel does) instead of four streams a row apart; the scales as floats in row order ({@code scales[r·groups + g]}) and the biases as floats with
-     * the four rows of a block side by side per group ({@code biases[(r/4)·4·groups + 4g + r%4]}), so a call's
-     * prologue is a copy and one 4-lane multiply-add per group.
-     */
-    record Pack(MemorySegment codes, MemorySegment scales, MemorySegment biases, long rowBytes, int groupSize) {
-    }
-
-    /**
-     * Repacks w (which {@link #handles}, rows in fours) into a {@link Pack} of fresh memory from {@code arena}; the
-     * blocks of four rows [from, to) only (callers split the work), so {@code dst} must come from {@link #allocate}.
-     */
-    static void pack(Matrix w, Pack dst, int fromBlock, int toBlock) {
-        GroupQuant q = w.quant();
-        int n = w.cols();
-        int groups = n / q.groupSize();
-        long rb = q.rowBytes(n);
-        long chunk = 4L * L;
-        MemorySegment src = w.data();
-        DType t = q.scaleType();
-        for (long j = fromBlock; j < toBlock; j++) {
-            long base = j * 4 * rb;
-            for (int pair = 0; pair < 2; pair++) {
-                long pb = base + pair * 2 * rb;
-                for (long c = 0; c < rb; c += chunk) {
-                    MemorySegment.copy(src, pb + c, dst.codes(), pb + 2 * c, chunk);
-                    MemorySegment.copy(src, pb + rb + c, dst.codes(), pb + 2 * c + chunk, chunk);
-                }
-            }
-            for (int r = 0; r < 4; r++) {
-                long row = 4 * j + r;
-                for (int g = 0; g < groups; g++) {
-                    dst.scales().setAtIndex(Layouts.FLOAT_LE, row * groups + g, t.read(q.scales(), row * groups + g));
-                    dst.biases().setAtIndex(Layouts.FLOAT_LE, 4 * j * groups + 4L * g + r,
-                            t.read(q.biases(), row * groups + g));
-                }
-            }
-        }
-    }
-
-    /** Memory for the {@link Pack} of w (filled by {@link #pack}). */
-    static Pack allocate(Matrix w, java.lang.foreign.Arena arena) {
-        GroupQuant q = w.quant();
-        long rb = q.rowBytes(w.cols());
-        long scales = (long) w.rows() * (w.cols() / q.groupSize()) * Float.BYTES;
-        return new Pack(arena.allocate(rb * w.rows(), 64), arena.allocate(scales, 64), arena.allocate(scales, 64), rb,
-                q.groupSize());
-    }
-
-    /**
-     * {@link #prologue} for rows row..row+3 of a {@link Pack}: the same values in sb (scales copied, the bias terms by
-     * the same multiply-adds in the same order, four rows in the lanes of one 128-bit vector). Returns the groups.
-     */
-    static int packedPrologue(Pack p, int row, int n, float[] xsum, int xsOff, float[] sb) {
-        int groups = n / p.groupSize();
-        MemorySegment.copy(p.scales(), Layouts.FLOAT_LE, (long) row * groups * Float.BYTES, sb, 0, 4 * groups);
-        MemorySegment bs = p.biases();
-        long b = (long) row * groups * Float.BYTES;
-        FloatVector z = FloatVector.zero(F4);
-        for (int g = 0; g < groups; g++) {
-            z = FloatVector.fromMemorySegment(F4, bs, b + 16L * g, LE).fma(FloatVector.broadcast(F4, xsum[xsOff + g]), z);
-        }
-        z.intoArray(sb, 4 * groups);
-        return groups;
-    }
-
     private static float bf16(MemorySegment m, long i) {
         return Float.intBitsToFloat((m.getAtIndex(Layouts.SHORT_LE, i) & 0xFFFF) << 16);
     }
@@ -276,12 +206,12 @@ final class QuantizedVector {
     }
 
     /**
-     * As {@link #matvecQ4}, on four rows (row a multiple of 4) repacked at load ({@link #pack}). Same arithmetic, so
-     * the same bits.
+     * As {@link #matvecQ4}, on four rows (row a multiple of 4) repacked at load ({@link QuantizedPack#pack}). Same
+     * arithmetic, so     * the same bits.
      */
-    static void matvecQ4Packed(Pack p, int row, int n, float[] x, int xOff, float[] xsum, int xsOff, float[] sb,
-            float[] out, int outOff) {
-        packedPrologue(p, row, n, xsum, xsOff, sb);
+    static void matvecQ4Packed(QuantizedPack p, int row, int n, float[] x, int xOff, float[] xsum, int xsOff,
+            float[] sb, float[] out, int outOff) {
+        p.prologue(row, n, xsum, xsOff, sb);
         long base = row * p.rowBytes();
         loop2Q4Packed(p.codes(), base, n, p.groupSize(), x, xOff, sb, 0, 4, out, outOff);
         loop2Q4Packed(p.codes(), base + 2 * p.rowBytes(), n, p.groupSize(), x, xOff, sb, 2, 4, out, outOff);
@@ -333,7 +263,11 @@ final class QuantizedVector {
         finish2(lanes, sb, groups, q0, count, out, outOff);
     }
 
-    /** {@link #loop2Q4} on a pair of rows repacked at load ({@link #pack}): the second row's load follows the first's. */
+    /**
+     * {@link #loop2Q4} on a pair of rows repacked at load ({@link QuantizedPack#pack}): the second row's load follows
+     * the first's. A copy rather than a stride parameter: the JIT hoists the codes' range check out of the loop only
+     * when the stride is a constant, and a check left inside brings back the boxing described at {@link #loop2Q4}.
+     */
     private static void loop2Q4Packed(MemorySegment seg, long b0, int n, int groupSize, float[] x,
             int xOff, float[] sb, int q0, int count, float[] out, int outOff) {
         int groups = n / groupSize;
@@ -390,9 +324,9 @@ final class QuantizedVector {
     }
 
     /** As {@link #matvecQ4Packed}, for 8-bit rows. */
-    static void matvecQ8Packed(Pack p, int row, int n, float[] x, int xOff, float[] xsum, int xsOff, float[] sb,
-            float[] out, int outOff) {
-        packedPrologue(p, row, n, xsum, xsOff, sb);
+    static void matvecQ8Packed(QuantizedPack p, int row, int n, float[] x, int xOff, float[] xsum, int xsOff,
+            float[] sb, float[] out, int outOff) {
+        p.prologue(row, n, xsum, xsOff, sb);
         long base = row * p.rowBytes();
         loop2Q8Packed(p.codes(), base, n, p.groupSize(), x, xOff, sb, 0, 4, out, outOff);
         loop2Q8Packed(p.codes(), base + 2 * p.rowBytes(), n, p.groupSize(), x, xOff, sb, 2, 4, out, outOff);
@@ -444,7 +378,7 @@ final class QuantizedVector {
         finish2(lanes, sb, groups, q0, count, out, outOff);
     }
 
-    /** {@link #loop2Q8} on a pair of rows repacked at load ({@link #pack}): the second row's load follows the first's. */
+    /** {@link #loop2Q8} on a pair of rows repacked at load, a copy for the reason given at {@link #loop2Q4Packed}. */
     private static void loop2Q8Packed(MemorySegment seg, long b0, int n, int groupSize, float[] x,
             int xOff, float[] sb, int q0, int count, float[] out, int outOff) {
         int groups = n / groupSize;

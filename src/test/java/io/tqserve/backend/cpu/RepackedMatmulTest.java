@@ -70,24 +70,8 @@ class RepackedMatmulTest {
             fast.prepare(List.of(q, k, other, odd, dense));
             assertEquals(QuantizedVector.WIDE, fast.repacked(q), "4- and 8-bit rows in fours are repacked");
             assertEquals(false, fast.repacked(odd), "37 rows are not");
-            for (int rows : new int[] {1, 3, 6}) {
-                float[] x = KernelParityTest.random(rows * dim, 100 + rows, 1f);
-                Matrix[] ws = {q, dense, k, other, odd};
-                float[][] lone = new float[ws.length][];
-                float[][] fused = new float[ws.length][];
-                for (int i = 0; i < ws.length; i++) {
-                    lone[i] = new float[rows * ws[i].rows()];
-                    fused[i] = new float[rows * ws[i].rows()];
-                    plain.matmul(ws[i], x, rows, lone[i]);
-                }
-                fast.matmuls(ws, x, rows, fused);
-                for (int i = 0; i < ws.length; i++) {
-                    assertBits(lone[i], fused[i], rows + " rows, fused, matrix " + i);
-                    float[] single = new float[rows * ws[i].rows()];
-                    fast.matmul(ws[i], x, rows, single);
-                    assertBits(lone[i], single, rows + " rows, lone matmul on the prepared backend, matrix " + i);
-                }
-            }
+            assertFusedAndPreparedGiveTheBitsOfPlain(plain, fast, new Matrix[] {q, dense, k, other, odd}, dim,
+                    new int[] {1, 3, 6});
         }
     }
 
@@ -101,23 +85,32 @@ class RepackedMatmulTest {
             Matrix odd = KernelParityTest.matrix(arena, DType.BF16, 37, dim, 3); // rows not in fours: not repacked
             Matrix f32 = KernelParityTest.matrix(arena, DType.F32, 12, dim, 4);
             fast.prepare(List.of(q, k, odd, f32));
-            for (int rows : new int[] {1, 3, 16}) {
-                float[] x = KernelParityTest.random(rows * dim, rows, 1f);
-                Matrix[] ws = {q, k, odd, f32};
-                float[][] lone = new float[ws.length][];
-                float[][] fused = new float[ws.length][];
-                for (int i = 0; i < ws.length; i++) {
-                    lone[i] = new float[rows * ws[i].rows()];
-                    fused[i] = new float[rows * ws[i].rows()];
-                    plain.matmul(ws[i], x, rows, lone[i]);
-                }
-                fast.matmuls(ws, x, rows, fused);
-                for (int i = 0; i < ws.length; i++) {
-                    assertBits(lone[i], fused[i], rows + " rows, matrix " + i);
-                    float[] single = new float[rows * ws[i].rows()];
-                    fast.matmul(ws[i], x, rows, single);
-                    assertBits(lone[i], single, rows + " rows, lone matmul on the prepared backend, matrix " + i);
-                }
+            assertFusedAndPreparedGiveTheBitsOfPlain(plain, fast, new Matrix[] {q, k, odd, f32}, dim,
+                    new int[] {1, 3, 16});
+        }
+    }
+
+    /**
+     * For each batch size: every matrix's outputs from one fused {@code matmuls} call and from a lone {@code matmul} on
+     * the prepared backend {@code fast} are the bits of a lone {@code matmul} on the unprepared backend {@code plain}.
+     */
+    private static void assertFusedAndPreparedGiveTheBitsOfPlain(CpuBackend plain, CpuBackend fast, Matrix[] ws,
+            int dim, int[] batches) {
+        for (int rows : batches) {
+            float[] x = KernelParityTest.random(rows * dim, 100 + rows, 1f);
+            float[][] lone = new float[ws.length][];
+            float[][] fused = new float[ws.length][];
+            for (int i = 0; i < ws.length; i++) {
+                lone[i] = new float[rows * ws[i].rows()];
+                fused[i] = new float[rows * ws[i].rows()];
+                plain.matmul(ws[i], x, rows, lone[i]);
+            }
+            fast.matmuls(ws, x, rows, fused);
+            for (int i = 0; i < ws.length; i++) {
+                assertBits(lone[i], fused[i], rows + " rows, fused, matrix " + i);
+                float[] single = new float[rows * ws[i].rows()];
+                fast.matmul(ws[i], x, rows, single);
+                assertBits(lone[i], single, rows + " rows, lone matmul on the prepared backend, matrix " + i);
             }
         }
     }

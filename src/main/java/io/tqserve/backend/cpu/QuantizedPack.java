@@ -1,0 +1,86 @@
+package io.tqserve.backend.cpu;
+
+import static io.tqserve.backend.cpu.VectorKernels.L;
+import static io.tqserve.backend.cpu.VectorKernels.LE;
+
+import io.tqserve.backend.DType;
+import io.tqserve.backend.GroupQuant;
+import io.tqserve.backend.Layouts;
+import io.tqserve.backend.Matrix;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorSpecies;
+
+/**
+ * A quantized matrix repacked at load for the kernels of {@link QuantizedVector} ({@link #pack}, made by
+ * {@link CpuBackend#prepare}): per pair of rows, the two rows' loads of L ints side by side ({@code 8·L} bytes per
+ * step), the pairs in row order, so the kernels read one contiguous stream per thread (as the bf16 decode kernel
+ * does) instead of four streams a row apart; the scales as floats in row order ({@code scales[r·groups + g]}) and the
+ * biases as floats with the four rows of a block side by side per group ({@code biases[(r/4)·4·groups + 4g + r%4]}),
+ * so a call's prologue is a copy and one 4-lane multiply-add per group.
+ */
+record QuantizedPack(MemorySegment codes, MemorySegment scales, MemorySegment biases, long rowBytes, int groupSize) {
+    /** Four floats: the bias terms of a block of four rows, one lane per row. */
+    private static final VectorSpecies<Float> F4 = FloatVector.SPECIES_128;
+
+    /**
+     * Repacks the blocks of four rows [fromBlock, toBlock) of w (which {@link QuantizedVector#handles}, rows in fours)
+     * into dst, from {@link #allocate} (callers split the work).
+     */
+    static void pack(Matrix w, QuantizedPack dst, int fromBlock, int toBlock) {
+        GroupQuant q = w.quant();
+        int n = w.cols();
+        int groups = n / q.groupSize();
+        long rb = q.rowBytes(n);
+        long chunk = 4L * L;
+        MemorySegment src = w.data();
+        DType t = q.scaleType();
+        for (long j = fromBlock; j < toBlock; j++) {
+            long base = j * 4 * rb;
+            for (int pair = 0; pair < 2; pair++) {
+                long pb = base + pair * 2 * rb;
+                for (long c = 0; c < rb; c += chunk) {
+                    MemorySegment.copy(src, pb + c, dst.codes(), pb + 2 * c, chunk);
+                    MemorySegment.copy(src, pb + rb + c, dst.codes(), pb + 2 * c + chunk, chunk);
+                }
+            }
+            for (int r = 0; r < 4; r++) {
+                long row = 4 * j + r;
+                for (int g = 0; g < groups; g++) {
+                    dst.scales().setAtIndex(Layouts.FLOAT_LE, row * groups + g, t.read(q.scales(), row * groups + g));
+                    dst.biases().setAtIndex(Layouts.FLOAT_LE, 4 * j * groups + 4L * g + r,
+                            t.read(q.biases(), row * groups + g));
+                }
+            }
+        }
+    }
+
+    /** Memory for the pack of w (filled by {@link #pack}). */
+    static QuantizedPack allocate(Matrix w, Arena arena) {
+        GroupQuant q = w.quant();
+        long rb = q.rowBytes(w.cols());
+        long scales = (long) w.rows() * (w.cols() / q.groupSize()) * Float.BYTES;
+        return new QuantizedPack(arena.allocate(rb * w.rows(), 64), arena.allocate(scales, 64),
+                arena.allocate(scales, 64), rb, q.groupSize());
+    }
+
+    /**
+     * {@link QuantizedVector#prologue} for rows row..row+3 of this pack: the same values in sb (scales copied, the
+     * bias terms by the same multiply-adds in the same order, four rows in the lanes of one 128-bit vector). Returns
+     * the groups.
+     */
+    int prologue(int row, int n, float[] xsum, int xsOff, float[] sb) {
+        int groups = n / groupSize;
+        MemorySegment.copy(scales, Layouts.FLOAT_LE, (long) row * groups * Float.BYTES, sb, 0, 4 * groups);
+        MemorySegment bs = biases;
+        long b = (long) row * groups * Float.BYTES;
+        FloatVector z = FloatVector.zero(F4);
+        for (int g = 0; g < groups; g++) {
+            FloatVector xs = FloatVector.broadcast(F4, xsum[xsOff + g]);
+            z = FloatVector.fromMemorySegment(F4, bs, b + 16L * g, LE).fma(xs, z);
+        }
+        z.intoArray(sb, 4 * groups);
+        return groups;
+    }
+}
