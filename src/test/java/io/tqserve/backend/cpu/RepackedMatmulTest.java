@@ -52,7 +52,7 @@ class RepackedMatmulTest {
     }
 
     /**
-     * Quantized matrices repacked at load ({@link QuantizedVector.Pack}): for every batch size the same bits as the
+     * Quantized matrices repacked at load ({@link QuantizedPack}): for every batch size the same bits as the
      * kernels on the stored layout (the pack changes where the bytes are, not the arithmetic), alone and fused with
      * dense and other quantized matrices in one pass; a matrix whose rows do not come in fours stays unpacked.
      */
