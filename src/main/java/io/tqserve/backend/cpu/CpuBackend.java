@@ -99,6 +99,7 @@ public final class CpuBackend implements ComputeBackend {
         MemorySegment[] packs = new MemorySegment[m];
         QuantizedPack[] qpacks = new QuantizedPack[m];
         QuantizedMatmul.Input[] inputs = new QuantizedMatmul.Input[m];
+        int slots = 0;
         for (int k = 0; k < m; k++) {
             int outDim = ws[k].rows();
             int blocks = Math.max(1, Math.min(outDim / 8, pool.threads() * 8));
@@ -115,7 +116,7 @@ public final class CpuBackend implements ComputeBackend {
                 }
             }
             if (inputs[k] == null) {
-                inputs[k] = quantized.input(ws[k], x, rows);
+                inputs[k] = quantized.input(ws[k], x, rows, slots++);
             }
         }
         pool.parallelFor(start[m], b -> {

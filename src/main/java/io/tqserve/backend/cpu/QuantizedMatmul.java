@@ -19,6 +19,8 @@ final class QuantizedMatmul {
     private final boolean vector;
     private final ThreadLocal<float[]> rowScratch = new ThreadLocal<>();
     private final ThreadLocal<float[]> scaleScratch = new ThreadLocal<>();
+    /** The calling thread's activation arrays per {@link #input} slot (permuted x, group sums): two per slot. */
+    private final ThreadLocal<float[][]> inputScratch = ThreadLocal.withInitial(() -> new float[0][]);
 
     /** The activations as one matrix's kernels read them: permuted per code width, with their group sums. */
     record Input(float[] x, float[] sums) {
@@ -36,21 +38,35 @@ final class QuantizedMatmul {
 
     /**
      * The activations for w: for the fast kernels x permuted into their order ({@link QuantizedVector#permute}) and
-     * the sums of x per group, in fresh arrays; otherwise x itself.
+     * the sums of x per group, otherwise x itself. The arrays are the calling thread's scratch for {@code slot}
+     * (a fused call gives each distinct input its own slot); they stay valid until that thread's next call for the
+     * same slot, i.e. for the matmul they are made for.
      */
-    Input input(Matrix w, float[] x, int rows) {
+    Input input(Matrix w, float[] x, int rows, int slot) {
         if (!fast(w)) {
             return new Input(x, null);
         }
         int inDim = w.cols();
         int groups = inDim / w.quant().groupSize();
-        float[] xs = new float[rows * inDim];
-        float[] sums = new float[rows * groups];
+        float[] xs = slot(2 * slot, rows * inDim);
+        float[] sums = slot(2 * slot + 1, rows * groups);
         for (int r = 0; r < rows; r++) {
             QuantizedVector.permute(w.quant().bits(), x, r * inDim, inDim, xs, r * inDim);
             QuantizedVector.groupSums(x, r * inDim, inDim, w.quant().groupSize(), sums, r * groups);
         }
         return new Input(xs, sums);
+    }
+
+    private float[] slot(int i, int n) {
+        float[][] held = inputScratch.get();
+        if (held.length <= i) {
+            held = java.util.Arrays.copyOf(held, i + 1);
+            inputScratch.set(held);
+        }
+        if (held[i] == null || held[i].length < n) {
+            held[i] = new float[n];
+        }
+        return held[i];
     }
 
     /** Whether an {@link Input} made for a can serve b (the same permutation and groups). */
@@ -71,23 +87,15 @@ final class QuantizedMatmul {
             int groups = inDim / w.quant().groupSize();
             int size = QuantizedVector.scratchSize(w.quant().bits(), inDim, w.quant().groupSize());
             float[] sb = scratch(scaleScratch, size);
-            boolean four = w.quant().bits() == 4;
+            int bits = w.quant().bits();
             for (int j = from; j < to; j += 4) {
                 int count = Math.min(4, to - j);
                 for (int r = 0; r < rows; r++) {
                     if (pack != null && count == 4) {
-                        if (four) {
-                            QuantizedVector.matvecQ4Packed(pack, j, inDim, xin, r * inDim, in.sums(), r * groups, sb,
-                                    out, r * outDim + j);
-                        } else {
-                            QuantizedVector.matvecQ8Packed(pack, j, inDim, xin, r * inDim, in.sums(), r * groups, sb,
-                                    out, r * outDim + j);
-                        }
-                    } else if (four) {
-                        QuantizedVector.matvecQ4(w, j, count, xin, r * inDim, in.sums(), r * groups, sb, out,
-                                r * outDim + j);
+                        QuantizedVector.matvecPacked(pack, bits, j, inDim, xin, r * inDim, in.sums(), r * groups, sb,
+                                out, r * outDim + j);
                     } else {
-                        QuantizedVector.matvecQ8(w, j, count, xin, r * inDim, in.sums(), r * groups, sb, out,
+                        QuantizedVector.matvec(w, j, count, xin, r * inDim, in.sums(), r * groups, sb, out,
                                 r * outDim + j);
                     }
                 }

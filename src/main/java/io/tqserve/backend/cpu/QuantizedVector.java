@@ -184,53 +184,69 @@ final class QuantizedVector {
     }
 
     /**
-     * Up to four 4-bit rows of w (row .. row+count-1) times x (in the kernels' order: {@link #permute}):
+     * Up to four 4- or 8-bit rows of w (row .. row+count-1) times x (in the kernels' order: {@link #permute}):
      * out[outOff+q] = row (row+q) · x, with {@code xsum[xsOff + g]} the sum of x over group g and {@code sb} room
-     * for 4 · groups + 4 floats (the rows' scales and bias terms: {@link #prologue}). See the class comment for the
-     * arithmetic. Rows beyond count are computed on a copy of the last one and not written.
+     * for {@link #scratchSize} floats (the rows' scales and bias terms: {@link #prologue}). See the class comment for
+     * the arithmetic. Rows beyond count are computed on a copy of the last one and not written.
      */
-    static void matvecQ4(Matrix w, int row, int count, float[] x, int xOff, float[] xsum, int xsOff, float[] sb,
+    static void matvec(Matrix w, int row, int count, float[] x, int xOff, float[] xsum, int xsOff, float[] sb,
             float[] out, int outOff) {
         int n = w.cols();
-        long rb = w.quant().rowBytes(n);
-        int gs = w.quant().groupSize();
+        GroupQuant q = w.quant();
+        long rb = q.rowBytes(n);
+        int groups = n / q.groupSize();
         prologue(w, row, count, xsum, xsOff, sb);
+        int base = scales(sb, groups, n / block(q.bits()));
         long b0 = rb * row;
+        long d1 = rb * (row + Math.min(1, count - 1)) - b0;
         long b2 = rb * (row + Math.min(2, count - 1));
-        loop2Q4(w.data(), b0, rb * (row + Math.min(1, count - 1)) - b0, n, gs, x, xOff, sb, 0, count, out,
-                outOff);
-        if (count > 2) {
-            loop2Q4(w.data(), b2, rb * (row + Math.min(3, count - 1)) - b2, n, gs, x, xOff, sb, 2, count, out,
-                    outOff);
+        long d3 = rb * (row + Math.min(3, count - 1)) - b2;
+        if (q.bits() == 4) {
+            loop2Q4(w.data(), b0, d1, n, groups, base, x, xOff, sb, 0, count, out, outOff);
+            if (count > 2) {
+                loop2Q4(w.data(), b2, d3, n, groups, base, x, xOff, sb, 2, count, out, outOff);
+            }
+        } else {
+            loop2Q8(w.data(), b0, d1, n, groups, base, x, xOff, sb, 0, count, out, outOff);
+            if (count > 2) {
+                loop2Q8(w.data(), b2, d3, n, groups, base, x, xOff, sb, 2, count, out, outOff);
+            }
         }
     }
 
     /**
-     * As {@link #matvecQ4}, on four rows (row a multiple of 4) repacked at load ({@link QuantizedPack#pack}). Same
-     * arithmetic, so     * the same bits.
+     * As {@link #matvec}, on four rows (row a multiple of 4) of a matrix of {@code bits} repacked at load
+     * ({@link QuantizedPack#pack}). Same arithmetic, so the same bits.
      */
-    static void matvecQ4Packed(QuantizedPack p, int row, int n, float[] x, int xOff, float[] xsum, int xsOff,
-            float[] sb, float[] out, int outOff) {
-        p.prologue(row, n, xsum, xsOff, sb);
-        long base = row * p.rowBytes();
-        loop2Q4Packed(p.codes(), base, n, p.groupSize(), x, xOff, sb, 0, 4, out, outOff);
-        loop2Q4Packed(p.codes(), base + 2 * p.rowBytes(), n, p.groupSize(), x, xOff, sb, 2, 4, out, outOff);
+    static void matvecPacked(QuantizedPack p, int bits, int row, int n, float[] x, int xOff, float[] xsum,
+            int xsOff, float[] sb, float[] out, int outOff) {
+        int groups = p.prologue(row, n, xsum, xsOff, sb);
+        int base = scales(sb, groups, n / block(bits));
+        long pairA = row * p.rowBytes();
+        long pairB = pairA + 2 * p.rowBytes();
+        if (bits == 4) {
+            loop2Q4Packed(p.codes(), pairA, n, groups, base, x, xOff, sb, 0, 4, out, outOff);
+            loop2Q4Packed(p.codes(), pairB, n, groups, base, x, xOff, sb, 2, 4, out, outOff);
+        } else {
+            loop2Q8Packed(p.codes(), pairA, n, groups, base, x, xOff, sb, 0, 4, out, outOff);
+            loop2Q8Packed(p.codes(), pairB, n, groups, base, x, xOff, sb, 2, 4, out, outOff);
+        }
     }
 
     /**
      * The loop of the 4-bit kernels on two rows at byte offsets b0 and b0 + d1 of seg, each advancing {@code step}
-     * bytes per load of L ints, rows q0 and q0 + 1 of the call's four (scales and bias terms in sb: {@link #prologue}).
+     * bytes per load of L ints, rows q0 and q0 + 1 of the call's four (scales of block t at {@code sb[base + q·blocks + t]}: {@link #scales};
+     * bias terms after the groups' scales: {@link #prologue}).
      * Two rows rather than four keep every operand of the loop in the 16 vector registers of AVX2: with four rows the
      * JIT spilled accumulators and loop invariants to the stack on every step, and how badly depended on the order in
      * which it compiled things (a twofold swing between runs of the same build). Each row's arithmetic is the same
      * whichever rows share the loop.
      */
-    private static void loop2Q4(MemorySegment seg, long b0, long d1, int n, int groupSize, float[] x,
+    private static void loop2Q4(MemorySegment seg, long b0, long d1, int n, int groups, int base, float[] x,
             int xOff, float[] sb, int q0, int count, float[] out, int outOff) {
-        int groups = n / groupSize;
         int blocks = n / (8 * L);
         long b1 = b0 + d1;
-        int s0 = scales(sb, groups, blocks) + q0 * blocks;
+        int s0 = base + q0 * blocks;
         int s1 = s0 + blocks;
         FloatVector c0 = FloatVector.zero(F);
         FloatVector c1 = FloatVector.zero(F);
@@ -268,12 +284,11 @@ final class QuantizedVector {
      * the first's. A copy rather than a stride parameter: the JIT hoists the codes' range check out of the loop only
      * when the stride is a constant, and a check left inside brings back the boxing described at {@link #loop2Q4}.
      */
-    private static void loop2Q4Packed(MemorySegment seg, long b0, int n, int groupSize, float[] x,
+    private static void loop2Q4Packed(MemorySegment seg, long b0, int n, int groups, int base, float[] x,
             int xOff, float[] sb, int q0, int count, float[] out, int outOff) {
-        int groups = n / groupSize;
         int blocks = n / (8 * L);
         long b1 = b0 + 4L * L;
-        int s0 = scales(sb, groups, blocks) + q0 * blocks;
+        int s0 = base + q0 * blocks;
         int s1 = s0 + blocks;
         FloatVector c0 = FloatVector.zero(F);
         FloatVector c1 = FloatVector.zero(F);
@@ -306,46 +321,20 @@ final class QuantizedVector {
         finish2(lanes, sb, groups, q0, count, out, outOff);
     }
 
-    /** As {@link #matvecQ4}, for 8-bit rows. */
-    static void matvecQ8(Matrix w, int row, int count, float[] x, int xOff, float[] xsum, int xsOff, float[] sb,
-            float[] out, int outOff) {
-        int n = w.cols();
-        long rb = w.quant().rowBytes(n);
-        int gs = w.quant().groupSize();
-        prologue(w, row, count, xsum, xsOff, sb);
-        long b0 = rb * row;
-        long b2 = rb * (row + Math.min(2, count - 1));
-        loop2Q8(w.data(), b0, rb * (row + Math.min(1, count - 1)) - b0, n, gs, x, xOff, sb, 0, count, out,
-                outOff);
-        if (count > 2) {
-            loop2Q8(w.data(), b2, rb * (row + Math.min(3, count - 1)) - b2, n, gs, x, xOff, sb, 2, count, out,
-                    outOff);
-        }
-    }
-
-    /** As {@link #matvecQ4Packed}, for 8-bit rows. */
-    static void matvecQ8Packed(QuantizedPack p, int row, int n, float[] x, int xOff, float[] xsum, int xsOff,
-            float[] sb, float[] out, int outOff) {
-        p.prologue(row, n, xsum, xsOff, sb);
-        long base = row * p.rowBytes();
-        loop2Q8Packed(p.codes(), base, n, p.groupSize(), x, xOff, sb, 0, 4, out, outOff);
-        loop2Q8Packed(p.codes(), base + 2 * p.rowBytes(), n, p.groupSize(), x, xOff, sb, 2, 4, out, outOff);
-    }
-
     /**
      * The loop of the 8-bit kernels on two rows at byte offsets b0 and b0 + d1 of seg, each advancing {@code step}
-     * bytes per load of L ints, rows q0 and q0 + 1 of the call's four (scales and bias terms in sb: {@link #prologue}).
+     * bytes per load of L ints, rows q0 and q0 + 1 of the call's four (scales of block t at {@code sb[base + q·blocks + t]}: {@link #scales};
+     * bias terms after the groups' scales: {@link #prologue}).
      * Two rows rather than four keep every operand of the loop in the 16 vector registers of AVX2: with four rows the
      * JIT spilled accumulators and loop invariants to the stack on every step, and how badly depended on the order in
      * which it compiled things (a twofold swing between runs of the same build). Each row's arithmetic is the same
      * whichever rows share the loop.
      */
-    private static void loop2Q8(MemorySegment seg, long b0, long d1, int n, int groupSize, float[] x,
+    private static void loop2Q8(MemorySegment seg, long b0, long d1, int n, int groups, int base, float[] x,
             int xOff, float[] sb, int q0, int count, float[] out, int outOff) {
-        int groups = n / groupSize;
         int blocks = n / (4 * L);
         long b1 = b0 + d1;
-        int s0 = scales(sb, groups, blocks) + q0 * blocks;
+        int s0 = base + q0 * blocks;
         int s1 = s0 + blocks;
         FloatVector c0 = FloatVector.zero(F);
         FloatVector c1 = FloatVector.zero(F);
@@ -379,12 +368,11 @@ final class QuantizedVector {
     }
 
     /** {@link #loop2Q8} on a pair of rows repacked at load, a copy for the reason given at {@link #loop2Q4Packed}. */
-    private static void loop2Q8Packed(MemorySegment seg, long b0, int n, int groupSize, float[] x,
+    private static void loop2Q8Packed(MemorySegment seg, long b0, int n, int groups, int base, float[] x,
             int xOff, float[] sb, int q0, int count, float[] out, int outOff) {
-        int groups = n / groupSize;
         int blocks = n / (4 * L);
         long b1 = b0 + 4L * L;
-        int s0 = scales(sb, groups, blocks) + q0 * blocks;
+        int s0 = base + q0 * blocks;
         int s1 = s0 + blocks;
         FloatVector c0 = FloatVector.zero(F);
         FloatVector c1 = FloatVector.zero(F);
