@@ -185,7 +185,10 @@ final class DecodeBenchmark {
             double[] result = new double[3];
             long[] steps = new long[decodeTokens];
             DeviceStats stepStats = DeviceStats.NONE;
-            for (int round = 0; round < 2; round++) { // round 0 warms up the JIT
+            // warm-up rounds, then one measured round: see JitWarmup
+            JitWarmup warmup = new JitWarmup();
+            for (boolean measured = false, last = false; !measured; measured = last) {
+                last = warmup.done();
                 try (KvCache cache = KvCacheFactory.create(KvScheme.BF16, t.attentionShape(), backend,
                         promptTokens + decodeTokens);
                         DeviceSampler sampler = t.runsOnDevice(cache) ? t.deviceSampler(new SamplingSpec(0f, 0, 1f, 0f,

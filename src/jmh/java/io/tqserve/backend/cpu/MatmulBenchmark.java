@@ -30,6 +30,8 @@ import org.openjdk.jmh.annotations.Warmup;
  * much a batch of rows costs against one (8 rows at the cost of one = perfect weight reuse). {@code weights} picks
  * the format: bf16, or the same values quantized group-affine (MLX, group 64, bf16 scales) to 8 or 4 bits
  * ({@code q8}, {@code q4}); compare ops/s across formats for what the quantized kernels gain per matrix.
+ * {@code layout} runs the kernels on the weights as stored ({@code mapped}) or on the copy the backend repacks at
+ * load ({@code repacked}, what a served model's decode reads).
  *
  * <pre>
  * ./mvnw -Pjmh -DskipTests package
@@ -54,6 +56,10 @@ public class MatmulBenchmark {
     @Param({"bf16", "q8", "q4"})
     public String weights;
 
+    /** {@code mapped}: the kernels on the stored rows; {@code repacked}: on the copy {@link CpuBackend#prepare} keeps. */
+    @Param({"mapped", "repacked"})
+    public String layout;
+
     private Arena arena;
     private CpuBackend backend;
     private Matrix w;
@@ -76,6 +82,9 @@ public class MatmulBenchmark {
         out = new float[rows * outDim];
         boolean vector = !"false".equalsIgnoreCase(System.getProperty(CpuBackend.VECTOR_PROPERTY, "true"));
         backend = new CpuBackend(vector ? new VectorKernels() : new ScalarKernels(), 1, "bench");
+        if (layout.equals("repacked")) {
+            backend.prepare(java.util.List.of(w));
+        }
     }
 
     private Matrix bf16(int outDim, int inDim, Random rnd) {
