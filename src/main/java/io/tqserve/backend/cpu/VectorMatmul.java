@@ -143,11 +143,11 @@ final class VectorMatmul {
             for (int q = 0; q < 4; q++) {
                 long from = srcBase + 2L * ((long) q * n + i);
                 long to = dstBase + 8L * i + q * 4L * L;
-                for (int j = 0; j < L; j++) {
-                    int lo = src.get(Layouts.SHORT_LE, from + 2L * j) & 0xFFFF;
-                    int hi = src.get(Layouts.SHORT_LE, from + 2L * (L + j)) & 0xFFFF;
-                    dst.set(Layouts.INT_LE, to + 4L * j, lo | hi << 16);
-                }
+                IntVector lo = ((IntVector) ShortVector.fromMemorySegment(S, src, from, LE)
+                        .convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.AND, 0xFFFF);
+                IntVector hi = ((IntVector) ShortVector.fromMemorySegment(S, src, from + 2L * L, LE)
+                        .convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16);
+                lo.or(hi).intoMemorySegment(dst, to, LE);
             }
         }
         if (n % (2 * L) != 0) {
