@@ -187,8 +187,9 @@ final class DecodeBenchmark {
             DeviceStats stepStats = DeviceStats.NONE;
             // warm-up rounds, then one measured round: see JitWarmup
             JitWarmup warmup = new JitWarmup();
-            for (boolean measured = false, last = false; !measured; measured = last) {
-                last = warmup.done();
+            boolean measured;
+            do {
+                measured = warmup.done();
                 try (KvCache cache = KvCacheFactory.create(KvScheme.BF16, t.attentionShape(), backend,
                         promptTokens + decodeTokens);
                         DeviceSampler sampler = t.runsOnDevice(cache) ? t.deviceSampler(new SamplingSpec(0f, 0, 1f, 0f,
@@ -217,7 +218,7 @@ final class DecodeBenchmark {
                     java.util.Arrays.sort(sorted);
                     result[2] = 1e9 / sorted[sorted.length / 2];
                 }
-            }
+            } while (!measured);
             double readRoofline = weightBytesPerToken * result[1] / (mem.readGbs() * 1e9);
             double medianReadRoofline = weightBytesPerToken * result[2] / (mem.readGbs() * 1e9);
             double copyRoofline = weightBytesPerToken * result[1] / (mem.copyGbs() * 1e9);

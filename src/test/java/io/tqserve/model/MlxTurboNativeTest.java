@@ -148,21 +148,22 @@ class MlxTurboNativeTest {
      * layers' bf16 roundings into the float32 K/V projections) into whole code steps at decision boundaries.
      */
     @Test
-    void nativeModeKeepsFloat32GreedyTokensOnTheBf16CacheAndPartsOnTurboCaches() throws Exception {
-        int[] bf16 = greedyAgreement("bf16");
+    void nativeGreedyTokensEqualFloat32ModesOnTheBf16CacheAndFinerTurboCodesPartLess() throws Exception {
+        List<ReferenceOutputs.Prompt> prompts = ReferenceOutputs.load(DIR).prompts();
+        int[] bf16 = greedyAgreement("bf16", prompts);
         assertTrue(bf16[0] == 5 && bf16[1] == bf16[2], "native mode's greedy tokens on the bf16 cache equal "
                 + "float32 mode's on " + bf16[0] + " of 5 prompts, teacher-forced top-1 " + bf16[1] + "/" + bf16[2]);
-        int[] k8v8 = greedyAgreement("turbo:k8v8");
-        int[] k8v3 = greedyAgreement("turbo:k8v3");
+        int[] k8v8 = greedyAgreement("turbo:k8v8", prompts);
+        int[] k8v3 = greedyAgreement("turbo:k8v3", prompts);
         assertTrue(k8v8[1] >= k8v3[1], "finer codes part less: k8v8 top-1 " + k8v8[1] + " vs k8v3 " + k8v3[1]);
     }
 
     /** {prompts whose 32 greedy tokens equal float32 mode's, teacher-forced top-1 agreements, steps}. */
-    private static int[] greedyAgreement(String scheme) throws java.io.IOException {
+    private static int[] greedyAgreement(String scheme, List<ReferenceOutputs.Prompt> prompts) {
         int same = 0;
         Divergence forcedOnFloat32 = new Divergence();
         StringBuilder firsts = new StringBuilder();
-        for (ReferenceOutputs.Prompt p : ReferenceOutputs.load(DIR).prompts()) {
+        for (ReferenceOutputs.Prompt p : prompts) {
             int[] float32Tokens = new int[STEPS];
             int[] nativeTokens = new int[STEPS];
             Arrays.fill(float32Tokens, -1);
