@@ -15,6 +15,7 @@ import java.lang.foreign.MemorySegment;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorShuffle;
 
 /**
  * Vector API kernels for group-affine 4-bit and 8-bit weights ({@link GroupQuant}): the codes are widened in
@@ -43,6 +44,24 @@ import jdk.incubator.vector.VectorOperators;
  * {@link VectorKernels}.
  */
 final class QuantizedVector {
+    /**
+     * For each p (a power of two up to L), the p shuffles that spread L values to p·L, each repeated p times:
+     * lane i of shuffle j takes lane j·L/p + i/p.
+     */
+    @SuppressWarnings("unchecked")
+    private static final VectorShuffle<Float>[][] SPREAD = new VectorShuffle[L + 1][];
+
+    static {
+        for (int p = 2; p <= L; p *= 2) {
+            SPREAD[p] = new VectorShuffle[p];
+            for (int j = 0; j < p; j++) {
+                int first = j * L / p;
+                int times = p;
+                SPREAD[p][j] = VectorShuffle.fromOp(F, i -> first + i / times);
+            }
+        }
+    }
+
     /** The kernels need 256-bit or wider vectors (their blocks of P·L columns fit the group sizes then). */
     static final boolean WIDE = F.vectorBitSize() >= 256;
 
@@ -157,9 +176,25 @@ final class QuantizedVector {
         }
         int base = 4 * groups + 4;
         int per = blocks / groups;
-        for (int q = 0; q < 4; q++) {
-            for (int t = 0; t < blocks; t++) {
-                sb[base + q * blocks + t] = sb[q * groups + t / per];
+        // vector loads of L group scales, each spread to per vectors by a lane shuffle: the scalar form of this
+        // (a division per block) took about as long as the multiply-adds of an 8-bit call with groups of 64
+        VectorShuffle<Float>[] spread = per < SPREAD.length ? SPREAD[per] : null;
+        for (int q = 0, at = base; q < 4; q++) {
+            int g = 0;
+            if (spread != null) {
+                for (; g + L <= groups; g += L) {
+                    FloatVector v = FloatVector.fromArray(F, sb, q * groups + g);
+                    for (VectorShuffle<Float> sh : spread) {
+                        v.rearrange(sh).intoArray(sb, at);
+                        at += L;
+                    }
+                }
+            }
+            for (; g < groups; g++) {
+                float scale = sb[q * groups + g];
+                for (int p = 0; p < per; p++) {
+                    sb[at++] = scale;
+                }
             }
         }
         return base;
@@ -171,23 +206,10 @@ final class QuantizedVector {
     }
 
     /**
-     * out[outOff+q] for q = q0, q0+1 (those below count): the fixed-order lane sum of the loop's accumulator
-     * (lanes[(q-q0)·L..]) + the row's bias term.
-     */
-    static void finish2(float[] lanes, float[] sb, int groups, int q0, int count, float[] out, int outOff) {
-        if (q0 < count) {
-            out[outOff + q0] = sumLanes(lanes, 0) + sb[4 * groups + q0];
-        }
-        if (q0 + 1 < count) {
-            out[outOff + q0 + 1] = sumLanes(lanes, L) + sb[4 * groups + q0 + 1];
-        }
-    }
-
-    /**
      * Up to four 4- or 8-bit rows of w (row .. row+count-1) times x (in the kernels' order: {@link #permute}):
      * out[outOff+q] = row (row+q) · x, with {@code xsum[xsOff + g]} the sum of x over group g and {@code sb} room
      * for {@link #scratchSize} floats (the rows' scales and bias terms: {@link #prologue}). See the class comment for
-     * the arithmetic. Rows beyond count are computed on a copy of the last one and not written.
+     * the arithmetic.
      */
     static void matvec(Matrix w, int row, int count, float[] x, int xOff, float[] xsum, int xsOff, float[] sb,
             float[] out, int outOff) {
@@ -196,212 +218,145 @@ final class QuantizedVector {
         long rb = q.rowBytes(n);
         int groups = n / q.groupSize();
         prologue(w, row, count, xsum, xsOff, sb);
-        int base = scales(sb, groups, n / block(q.bits()));
-        long b0 = rb * row;
-        long d1 = rb * (row + Math.min(1, count - 1)) - b0;
-        long b2 = rb * (row + Math.min(2, count - 1));
-        long d3 = rb * (row + Math.min(3, count - 1)) - b2;
-        if (q.bits() == 4) {
-            loop2Q4(w.data(), b0, d1, n, groups, base, x, xOff, sb, 0, count, out, outOff);
-            if (count > 2) {
-                loop2Q4(w.data(), b2, d3, n, groups, base, x, xOff, sb, 2, count, out, outOff);
-            }
-        } else {
-            loop2Q8(w.data(), b0, d1, n, groups, base, x, xOff, sb, 0, count, out, outOff);
-            if (count > 2) {
-                loop2Q8(w.data(), b2, d3, n, groups, base, x, xOff, sb, 2, count, out, outOff);
-            }
+        int blocks = n / block(q.bits());
+        int base = scales(sb, groups, blocks);
+        for (int r = 0; r < count; r++) {
+            out[outOff + r] = row(q.bits(), w.data(), rb * (row + r), n, x, xOff, sb, base + r * blocks)
+                    + sb[4 * groups + r];
         }
     }
 
     /**
-     * As {@link #matvec}, on four rows (row a multiple of 4) of a matrix of {@code bits} repacked at load
+     * As {@link #matvec}, on four rows (row a multiple of 4) of a matrix of {@code bits} copied at load
      * ({@link QuantizedPack#pack}). Same arithmetic, so the same bits.
      */
     static void matvecPacked(QuantizedPack p, int bits, int row, int n, float[] x, int xOff, float[] xsum,
             int xsOff, float[] sb, float[] out, int outOff) {
         int groups = p.prologue(row, n, xsum, xsOff, sb);
-        int base = scales(sb, groups, n / block(bits));
-        long pairA = row * p.rowBytes();
-        long pairB = pairA + 2 * p.rowBytes();
+        int blocks = n / block(bits);
+        int base = scales(sb, groups, blocks);
+        long b = row * p.rowBytes();
+        for (int r = 0; r < 4; r++) {
+            out[outOff + r] = row(bits, p.codes(), b + r * p.rowBytes(), n, x, xOff, sb, base + r * blocks)
+                    + sb[4 * groups + r];
+        }
+    }
+
+    /** One row at byte offset b of seg: the fixed-order lane sum of {@link #rowQ4} or {@link #rowQ8}. */
+    private static float row(int bits, MemorySegment seg, long b, int n, float[] x, int xOff, float[] sb, int s) {
+        float[] lanes = LANES.get();
         if (bits == 4) {
-            loop2Q4Packed(p.codes(), pairA, n, groups, base, x, xOff, sb, 0, 4, out, outOff);
-            loop2Q4Packed(p.codes(), pairB, n, groups, base, x, xOff, sb, 2, 4, out, outOff);
+            rowQ4(seg, b, n, x, xOff, sb, s, lanes);
         } else {
-            loop2Q8Packed(p.codes(), pairA, n, groups, base, x, xOff, sb, 0, 4, out, outOff);
-            loop2Q8Packed(p.codes(), pairB, n, groups, base, x, xOff, sb, 2, 4, out, outOff);
+            rowQ8(seg, b, n, x, xOff, sb, s, lanes);
         }
+        return sumLanes(lanes, 0);
     }
 
     /**
-     * The loop of the 4-bit kernels on two rows at byte offsets b0 and b0 + d1 of seg, each advancing {@code step}
-     * bytes per load of L ints, rows q0 and q0 + 1 of the call's four (scales of block t at {@code sb[base + q·blocks + t]}: {@link #scales};
-     * bias terms after the groups' scales: {@link #prologue}).
-     * Two rows rather than four keep every operand of the loop in the 16 vector registers of AVX2: with four rows the
-     * JIT spilled accumulators and loop invariants to the stack on every step, and how badly depended on the order in
-     * which it compiled things (a twofold swing between runs of the same build). Each row's arithmetic is the same
-     * whichever rows share the loop.
+     * The 4-bit loop over one row at byte offset b of seg (blocks of 8·L columns, L ints each; scale of block t at
+     * {@code sb[s + t]}: {@link #scales}); the accumulator's lanes to {@code lanes[0..L)}. Per block a chain of
+     * multiply-adds over its eight masked codes, then one multiply-add of that chain by the block's scale into the
+     * row's accumulator, blocks in order.
+     *
+     * <p>Two blocks per step, one row per loop: the two blocks' chains are independent, so the core overlaps them;
+     * a loop over one block of two rows waits on each chain's multiply-add latency and runs at about half the rate
+     * (a harness with the codes in cache: 11 against 23 G weights/s per thread). A row's arithmetic is that of one
+     * block per step (the same chains, added to the accumulator in block order), and a trailing odd block runs alone.
+     * The block index is the loop counter, so every read is linear in it and its range check leaves the loop (a check
+     * left inside made the JIT box the accumulators on every step); the codes of a block share an inner loop the JIT
+     * unrolls, which keeps the method small enough for every vector operation to be intrinsified.
      */
-    private static void loop2Q4(MemorySegment seg, long b0, long d1, int n, int groups, int base, float[] x,
-            int xOff, float[] sb, int q0, int count, float[] out, int outOff) {
+    private static void rowQ4(MemorySegment seg, long b, int n, float[] x, int xOff, float[] sb, int s,
+            float[] lanes) {
         int blocks = n / (8 * L);
-        long b1 = b0 + d1;
-        int s0 = base + q0 * blocks;
-        int s1 = s0 + blocks;
-        FloatVector c0 = FloatVector.zero(F);
-        FloatVector c1 = FloatVector.zero(F);
-        // the block index is the loop's counter, so the scale, activation and code reads are all linear in it and
-        // their range checks leave the loop (a check left inside made the JIT box the accumulators on every step)
-        for (int t = 0; t < blocks; t++) {
-            int k = t * (8 * L);
-            long off = t * (4L * L);
-            IntVector v0 = IntVector.fromMemorySegment(I, seg, b0 + off, LE);
-            IntVector v1 = IntVector.fromMemorySegment(I, seg, b1 + off, LE);
-            FloatVector xv = FloatVector.fromArray(F, x, xOff + k);
-            FloatVector e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).mul(xv);
-            FloatVector e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).mul(xv);
-            // codes 1..6 in a loop rather than written out: the JIT unrolls it, and the method's parsed graph stays
-            // small enough that every vector operation is intrinsified (see the class comment)
-            for (int c = 1, mask = 0xF0; c < 7; c++, mask <<= 4) {
-                xv = FloatVector.fromArray(F, x, xOff + k + c * L);
-                e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e0);
-                e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e1);
-            }
-            xv = FloatVector.fromArray(F, x, xOff + k + 7 * L);
-            e0 = ((FloatVector) v0.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(xv, e0);
-            e1 = ((FloatVector) v1.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(xv, e1);
-            c0 = e0.fma(FloatVector.broadcast(F, sb[s0 + t]), c0);
-            c1 = e1.fma(FloatVector.broadcast(F, sb[s1 + t]), c1);
-        }
-        float[] lanes = LANES.get();
-        c0.intoArray(lanes, 0);
-        c1.intoArray(lanes, L);
-        finish2(lanes, sb, groups, q0, count, out, outOff);
-    }
-
-    /**
-     * {@link #loop2Q4} on a pair of rows repacked at load ({@link QuantizedPack#pack}): the second row's load follows
-     * the first's. A copy rather than a stride parameter: the JIT hoists the codes' range check out of the loop only
-     * when the stride is a constant, and a check left inside brings back the boxing described at {@link #loop2Q4}.
-     */
-    private static void loop2Q4Packed(MemorySegment seg, long b0, int n, int groups, int base, float[] x,
-            int xOff, float[] sb, int q0, int count, float[] out, int outOff) {
-        int blocks = n / (8 * L);
-        long b1 = b0 + 4L * L;
-        int s0 = base + q0 * blocks;
-        int s1 = s0 + blocks;
-        FloatVector c0 = FloatVector.zero(F);
-        FloatVector c1 = FloatVector.zero(F);
-        // the block index is the loop's counter, so the scale, activation and code reads are all linear in it and
-        // their range checks leave the loop (a check left inside made the JIT box the accumulators on every step)
-        for (int t = 0; t < blocks; t++) {
-            int k = t * (8 * L);
-            long off = t * (8L * L);
-            IntVector v0 = IntVector.fromMemorySegment(I, seg, b0 + off, LE);
-            IntVector v1 = IntVector.fromMemorySegment(I, seg, b1 + off, LE);
-            FloatVector xv = FloatVector.fromArray(F, x, xOff + k);
-            FloatVector e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).mul(xv);
-            FloatVector e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).mul(xv);
-            // codes 1..6 in a loop rather than written out: the JIT unrolls it, and the method's parsed graph stays
-            // small enough that every vector operation is intrinsified (see the class comment)
-            for (int c = 1, mask = 0xF0; c < 7; c++, mask <<= 4) {
-                xv = FloatVector.fromArray(F, x, xOff + k + c * L);
-                e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e0);
-                e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e1);
-            }
-            xv = FloatVector.fromArray(F, x, xOff + k + 7 * L);
-            e0 = ((FloatVector) v0.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(xv, e0);
-            e1 = ((FloatVector) v1.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(xv, e1);
-            c0 = e0.fma(FloatVector.broadcast(F, sb[s0 + t]), c0);
-            c1 = e1.fma(FloatVector.broadcast(F, sb[s1 + t]), c1);
-        }
-        float[] lanes = LANES.get();
-        c0.intoArray(lanes, 0);
-        c1.intoArray(lanes, L);
-        finish2(lanes, sb, groups, q0, count, out, outOff);
-    }
-
-    /**
-     * The loop of the 8-bit kernels on two rows at byte offsets b0 and b0 + d1 of seg, each advancing {@code step}
-     * bytes per load of L ints, rows q0 and q0 + 1 of the call's four (scales of block t at {@code sb[base + q·blocks + t]}: {@link #scales};
-     * bias terms after the groups' scales: {@link #prologue}).
-     * Two rows rather than four keep every operand of the loop in the 16 vector registers of AVX2: with four rows the
-     * JIT spilled accumulators and loop invariants to the stack on every step, and how badly depended on the order in
-     * which it compiled things (a twofold swing between runs of the same build). Each row's arithmetic is the same
-     * whichever rows share the loop.
-     */
-    private static void loop2Q8(MemorySegment seg, long b0, long d1, int n, int groups, int base, float[] x,
-            int xOff, float[] sb, int q0, int count, float[] out, int outOff) {
-        int blocks = n / (4 * L);
-        long b1 = b0 + d1;
-        int s0 = base + q0 * blocks;
-        int s1 = s0 + blocks;
-        FloatVector c0 = FloatVector.zero(F);
-        FloatVector c1 = FloatVector.zero(F);
-        // the block index is the loop's counter, so the scale, activation and code reads are all linear in it and
-        // their range checks leave the loop (a check left inside made the JIT box the accumulators on every step)
-        for (int t = 0; t < blocks; t++) {
-            int k = t * (4 * L);
-            long off = t * (4L * L);
-            IntVector v0 = IntVector.fromMemorySegment(I, seg, b0 + off, LE);
-            IntVector v1 = IntVector.fromMemorySegment(I, seg, b1 + off, LE);
-            // the first multiply is a multiply-add into zero (the same bits) so that all three masked codes share the
-            // loop, which the JIT compiles without boxing the accumulators (written out, it did not; see loop2Q4)
+        int main = blocks & ~1;
+        FloatVector c = FloatVector.zero(F);
+        for (int t = 0; t < main; t += 2) {
+            int k = xOff + t * (8 * L);
+            long off = b + t * (4L * L);
+            IntVector v0 = IntVector.fromMemorySegment(I, seg, off, LE);
+            IntVector v1 = IntVector.fromMemorySegment(I, seg, off + 4L * L, LE);
             FloatVector e0 = FloatVector.zero(F);
             FloatVector e1 = FloatVector.zero(F);
-            FloatVector xv;
-            for (int c = 0, mask = 0xFF; c < 3; c++, mask <<= 8) {
-                xv = FloatVector.fromArray(F, x, xOff + k + c * L);
-                e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e0);
-                e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e1);
+            for (int q = 0, mask = 0xF; q < 7; q++, mask <<= 4) {
+                e0 = code(v0, mask).fma(FloatVector.fromArray(F, x, k + q * L), e0);
+                e1 = code(v1, mask).fma(FloatVector.fromArray(F, x, k + (8 + q) * L), e1);
             }
-            xv = FloatVector.fromArray(F, x, xOff + k + 3 * L);
-            e0 = ((FloatVector) v0.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(xv, e0);
-            e1 = ((FloatVector) v1.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(xv, e1);
-            c0 = e0.fma(FloatVector.broadcast(F, sb[s0 + t]), c0);
-            c1 = e1.fma(FloatVector.broadcast(F, sb[s1 + t]), c1);
+            e0 = top(v0, 28).fma(FloatVector.fromArray(F, x, k + 7 * L), e0);
+            e1 = top(v1, 28).fma(FloatVector.fromArray(F, x, k + 15 * L), e1);
+            c = e0.fma(FloatVector.broadcast(F, sb[s + t]), c);
+            c = e1.fma(FloatVector.broadcast(F, sb[s + t + 1]), c);
         }
-        float[] lanes = LANES.get();
-        c0.intoArray(lanes, 0);
-        c1.intoArray(lanes, L);
-        finish2(lanes, sb, groups, q0, count, out, outOff);
+        for (int t = main; t < blocks; t++) {
+            int k = xOff + t * (8 * L);
+            IntVector v0 = IntVector.fromMemorySegment(I, seg, b + t * (4L * L), LE);
+            FloatVector e0 = FloatVector.zero(F);
+            for (int q = 0, mask = 0xF; q < 7; q++, mask <<= 4) {
+                e0 = code(v0, mask).fma(FloatVector.fromArray(F, x, k + q * L), e0);
+            }
+            e0 = top(v0, 28).fma(FloatVector.fromArray(F, x, k + 7 * L), e0);
+            c = e0.fma(FloatVector.broadcast(F, sb[s + t]), c);
+        }
+        c.intoArray(lanes, 0);
     }
 
-    /** {@link #loop2Q8} on a pair of rows repacked at load, a copy for the reason given at {@link #loop2Q4Packed}. */
-    private static void loop2Q8Packed(MemorySegment seg, long b0, int n, int groups, int base, float[] x,
-            int xOff, float[] sb, int q0, int count, float[] out, int outOff) {
+    /**
+     * The 8-bit loop over one row, as {@link #rowQ4} with blocks of 4·L columns (four codes per int) and four blocks
+     * per step (harness, codes in cache: 15–21 against 9–15 G weights/s per thread for a loop over one block of two
+     * rows).
+     */
+    private static void rowQ8(MemorySegment seg, long b, int n, float[] x, int xOff, float[] sb, int s,
+            float[] lanes) {
         int blocks = n / (4 * L);
-        long b1 = b0 + 4L * L;
-        int s0 = base + q0 * blocks;
-        int s1 = s0 + blocks;
-        FloatVector c0 = FloatVector.zero(F);
-        FloatVector c1 = FloatVector.zero(F);
-        // the block index is the loop's counter, so the scale, activation and code reads are all linear in it and
-        // their range checks leave the loop (a check left inside made the JIT box the accumulators on every step)
-        for (int t = 0; t < blocks; t++) {
-            int k = t * (4 * L);
-            long off = t * (8L * L);
-            IntVector v0 = IntVector.fromMemorySegment(I, seg, b0 + off, LE);
-            IntVector v1 = IntVector.fromMemorySegment(I, seg, b1 + off, LE);
-            // the first multiply is a multiply-add into zero (the same bits) so that all three masked codes share the
-            // loop, which the JIT compiles without boxing the accumulators (written out, it did not; see loop2Q4)
+        int main = blocks & ~3;
+        FloatVector c = FloatVector.zero(F);
+        for (int t = 0; t < main; t += 4) {
+            int k = xOff + t * (4 * L);
+            long off = b + t * (4L * L);
+            IntVector v0 = IntVector.fromMemorySegment(I, seg, off, LE);
+            IntVector v1 = IntVector.fromMemorySegment(I, seg, off + 4L * L, LE);
+            IntVector v2 = IntVector.fromMemorySegment(I, seg, off + 8L * L, LE);
+            IntVector v3 = IntVector.fromMemorySegment(I, seg, off + 12L * L, LE);
             FloatVector e0 = FloatVector.zero(F);
             FloatVector e1 = FloatVector.zero(F);
-            FloatVector xv;
-            for (int c = 0, mask = 0xFF; c < 3; c++, mask <<= 8) {
-                xv = FloatVector.fromArray(F, x, xOff + k + c * L);
-                e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e0);
-                e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e1);
+            FloatVector e2 = FloatVector.zero(F);
+            FloatVector e3 = FloatVector.zero(F);
+            for (int q = 0, mask = 0xFF; q < 3; q++, mask <<= 8) {
+                e0 = code(v0, mask).fma(FloatVector.fromArray(F, x, k + q * L), e0);
+                e1 = code(v1, mask).fma(FloatVector.fromArray(F, x, k + (4 + q) * L), e1);
+                e2 = code(v2, mask).fma(FloatVector.fromArray(F, x, k + (8 + q) * L), e2);
+                e3 = code(v3, mask).fma(FloatVector.fromArray(F, x, k + (12 + q) * L), e3);
             }
-            xv = FloatVector.fromArray(F, x, xOff + k + 3 * L);
-            e0 = ((FloatVector) v0.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(xv, e0);
-            e1 = ((FloatVector) v1.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(xv, e1);
-            c0 = e0.fma(FloatVector.broadcast(F, sb[s0 + t]), c0);
-            c1 = e1.fma(FloatVector.broadcast(F, sb[s1 + t]), c1);
+            e0 = top(v0, 24).fma(FloatVector.fromArray(F, x, k + 3 * L), e0);
+            e1 = top(v1, 24).fma(FloatVector.fromArray(F, x, k + 7 * L), e1);
+            e2 = top(v2, 24).fma(FloatVector.fromArray(F, x, k + 11 * L), e2);
+            e3 = top(v3, 24).fma(FloatVector.fromArray(F, x, k + 15 * L), e3);
+            c = e0.fma(FloatVector.broadcast(F, sb[s + t]), c);
+            c = e1.fma(FloatVector.broadcast(F, sb[s + t + 1]), c);
+            c = e2.fma(FloatVector.broadcast(F, sb[s + t + 2]), c);
+            c = e3.fma(FloatVector.broadcast(F, sb[s + t + 3]), c);
         }
-        float[] lanes = LANES.get();
-        c0.intoArray(lanes, 0);
-        c1.intoArray(lanes, L);
-        finish2(lanes, sb, groups, q0, count, out, outOff);
+        for (int t = main; t < blocks; t++) {
+            int k = xOff + t * (4 * L);
+            IntVector v0 = IntVector.fromMemorySegment(I, seg, b + t * (4L * L), LE);
+            FloatVector e0 = FloatVector.zero(F);
+            for (int q = 0, mask = 0xFF; q < 3; q++, mask <<= 8) {
+                e0 = code(v0, mask).fma(FloatVector.fromArray(F, x, k + q * L), e0);
+            }
+            e0 = top(v0, 24).fma(FloatVector.fromArray(F, x, k + 3 * L), e0);
+            c = e0.fma(FloatVector.broadcast(F, sb[s + t]), c);
+        }
+        c.intoArray(lanes, 0);
+    }
+
+    /** The codes under mask, in place, as floats (exact: at most 8 significant bits). */
+    private static FloatVector code(IntVector v, int mask) {
+        return (FloatVector) v.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0);
+    }
+
+    /** The top code of each int (the one holding the sign bit), shifted down, as floats. */
+    private static FloatVector top(IntVector v, int shift) {
+        return (FloatVector) v.lanewise(VectorOperators.LSHR, shift).convert(VectorOperators.I2F, 0);
     }
 }

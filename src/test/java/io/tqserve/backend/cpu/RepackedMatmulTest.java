@@ -54,12 +54,14 @@ class RepackedMatmulTest {
     /**
      * Quantized matrices repacked at load ({@link QuantizedPack}): for every batch size the same bits as the
      * kernels on the stored layout (the pack changes where the bytes are, not the arithmetic), alone and fused with
-     * dense and other quantized matrices in one pass; a matrix whose rows do not come in fours stays unpacked.
+     * dense and other quantized matrices in one pass; a matrix whose rows do not come in fours stays unpacked. Three
+     * groups per row leave the loops a partial step.
      */
     @ParameterizedTest
-    @org.junit.jupiter.params.provider.CsvSource({"4, 64, BF16", "4, 128, F16", "8, 64, BF16", "8, 32, F32"})
-    void packedQuantizedRowsGiveTheBitsOfTheStoredLayout(int bits, int groupSize, DType scaleType) {
-        int dim = 4 * Math.max(groupSize, QuantizedVector.block(bits));
+    @org.junit.jupiter.params.provider.CsvSource({"4, 64, BF16, 4", "4, 128, F16, 4", "8, 64, BF16, 4", "8, 32, F32, 4",
+        "4, 64, BF16, 3", "8, 64, BF16, 3"})
+    void packedQuantizedRowsGiveTheBitsOfTheStoredLayout(int bits, int groupSize, DType scaleType, int groups) {
+        int dim = groups * Math.max(groupSize, QuantizedVector.block(bits));
         try (Arena arena = Arena.ofShared(); CpuBackend plain = new CpuBackend(new VectorKernels(), 2, "plain");
                 CpuBackend fast = new CpuBackend(new VectorKernels(), 2, "repacked")) {
             Matrix q = QuantizedKernelParityTest.quantized(arena, 64, dim, bits, groupSize, scaleType, 11);
