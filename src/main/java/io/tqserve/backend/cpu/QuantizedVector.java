@@ -206,10 +206,23 @@ final class QuantizedVector {
     }
 
     /**
+     * out[outOff+q] for q = q0, q0+1 (those below count): the fixed-order lane sum of the loop's accumulator
+     * (lanes[(q-q0)·L..]) + the row's bias term.
+     */
+    static void finish2(float[] lanes, float[] sb, int groups, int q0, int count, float[] out, int outOff) {
+        if (q0 < count) {
+            out[outOff + q0] = sumLanes(lanes, 0) + sb[4 * groups + q0];
+        }
+        if (q0 + 1 < count) {
+            out[outOff + q0 + 1] = sumLanes(lanes, L) + sb[4 * groups + q0 + 1];
+        }
+    }
+
+    /**
      * Up to four 4- or 8-bit rows of w (row .. row+count-1) times x (in the kernels' order: {@link #permute}):
      * out[outOff+q] = row (row+q) · x, with {@code xsum[xsOff + g]} the sum of x over group g and {@code sb} room
      * for {@link #scratchSize} floats (the rows' scales and bias terms: {@link #prologue}). See the class comment for
-     * the arithmetic.
+     * the arithmetic. Rows beyond count are computed on a copy of the last one and not written.
      */
     static void matvec(Matrix w, int row, int count, float[] x, int xOff, float[] xsum, int xsOff, float[] sb,
             float[] out, int outOff) {
@@ -218,145 +231,212 @@ final class QuantizedVector {
         long rb = q.rowBytes(n);
         int groups = n / q.groupSize();
         prologue(w, row, count, xsum, xsOff, sb);
-        int blocks = n / block(q.bits());
-        int base = scales(sb, groups, blocks);
-        for (int r = 0; r < count; r++) {
-            out[outOff + r] = row(q.bits(), w.data(), rb * (row + r), n, x, xOff, sb, base + r * blocks)
-                    + sb[4 * groups + r];
+        int base = scales(sb, groups, n / block(q.bits()));
+        long b0 = rb * row;
+        long d1 = rb * (row + Math.min(1, count - 1)) - b0;
+        long b2 = rb * (row + Math.min(2, count - 1));
+        long d3 = rb * (row + Math.min(3, count - 1)) - b2;
+        if (q.bits() == 4) {
+            loop2Q4(w.data(), b0, d1, n, groups, base, x, xOff, sb, 0, count, out, outOff);
+            if (count > 2) {
+                loop2Q4(w.data(), b2, d3, n, groups, base, x, xOff, sb, 2, count, out, outOff);
+            }
+        } else {
+            loop2Q8(w.data(), b0, d1, n, groups, base, x, xOff, sb, 0, count, out, outOff);
+            if (count > 2) {
+                loop2Q8(w.data(), b2, d3, n, groups, base, x, xOff, sb, 2, count, out, outOff);
+            }
         }
     }
 
     /**
-     * As {@link #matvec}, on four rows (row a multiple of 4) of a matrix of {@code bits} copied at load
+     * As {@link #matvec}, on four rows (row a multiple of 4) of a matrix of {@code bits} repacked at load
      * ({@link QuantizedPack#pack}). Same arithmetic, so the same bits.
      */
     static void matvecPacked(QuantizedPack p, int bits, int row, int n, float[] x, int xOff, float[] xsum,
             int xsOff, float[] sb, float[] out, int outOff) {
         int groups = p.prologue(row, n, xsum, xsOff, sb);
-        int blocks = n / block(bits);
-        int base = scales(sb, groups, blocks);
-        long b = row * p.rowBytes();
-        for (int r = 0; r < 4; r++) {
-            out[outOff + r] = row(bits, p.codes(), b + r * p.rowBytes(), n, x, xOff, sb, base + r * blocks)
-                    + sb[4 * groups + r];
-        }
-    }
-
-    /** One row at byte offset b of seg: the fixed-order lane sum of {@link #rowQ4} or {@link #rowQ8}. */
-    private static float row(int bits, MemorySegment seg, long b, int n, float[] x, int xOff, float[] sb, int s) {
-        float[] lanes = LANES.get();
+        int base = scales(sb, groups, n / block(bits));
+        long pairA = row * p.rowBytes();
+        long pairB = pairA + 2 * p.rowBytes();
         if (bits == 4) {
-            rowQ4(seg, b, n, x, xOff, sb, s, lanes);
+            loop2Q4Packed(p.codes(), pairA, n, groups, base, x, xOff, sb, 0, 4, out, outOff);
+            loop2Q4Packed(p.codes(), pairB, n, groups, base, x, xOff, sb, 2, 4, out, outOff);
         } else {
-            rowQ8(seg, b, n, x, xOff, sb, s, lanes);
+            loop2Q8Packed(p.codes(), pairA, n, groups, base, x, xOff, sb, 0, 4, out, outOff);
+            loop2Q8Packed(p.codes(), pairB, n, groups, base, x, xOff, sb, 2, 4, out, outOff);
         }
-        return sumLanes(lanes, 0);
     }
 
     /**
-     * The 4-bit loop over one row at byte offset b of seg (blocks of 8·L columns, L ints each; scale of block t at
-     * {@code sb[s + t]}: {@link #scales}); the accumulator's lanes to {@code lanes[0..L)}. Per block a chain of
-     * multiply-adds over its eight masked codes, then one multiply-add of that chain by the block's scale into the
-     * row's accumulator, blocks in order.
-     *
-     * <p>Two blocks per step, one row per loop: the two blocks' chains are independent, so the core overlaps them;
-     * a loop over one block of two rows waits on each chain's multiply-add latency and runs at about half the rate
-     * (a harness with the codes in cache: 11 against 23 G weights/s per thread). A row's arithmetic is that of one
-     * block per step (the same chains, added to the accumulator in block order), and a trailing odd block runs alone.
-     * The block index is the loop counter, so every read is linear in it and its range check leaves the loop (a check
-     * left inside made the JIT box the accumulators on every step); the codes of a block share an inner loop the JIT
-     * unrolls, which keeps the method small enough for every vector operation to be intrinsified.
+     * The loop of the 4-bit kernels on two rows at byte offsets b0 and b0 + d1 of seg, each advancing {@code step}
+     * bytes per load of L ints, rows q0 and q0 + 1 of the call's four (scales of block t at {@code sb[base + q·blocks + t]}: {@link #scales};
+     * bias terms after the groups' scales: {@link #prologue}).
+     * Two rows rather than four keep every operand of the loop in the 16 vector registers of AVX2: with four rows the
+     * JIT spilled accumulators and loop invariants to the stack on every step, and how badly depended on the order in
+     * which it compiled things (a twofold swing between runs of the same build). Each row's arithmetic is the same
+     * whichever rows share the loop.
      */
-    private static void rowQ4(MemorySegment seg, long b, int n, float[] x, int xOff, float[] sb, int s,
-            float[] lanes) {
+    private static void loop2Q4(MemorySegment seg, long b0, long d1, int n, int groups, int base, float[] x,
+            int xOff, float[] sb, int q0, int count, float[] out, int outOff) {
         int blocks = n / (8 * L);
-        int main = blocks & ~1;
-        FloatVector c = FloatVector.zero(F);
-        for (int t = 0; t < main; t += 2) {
-            int k = xOff + t * (8 * L);
-            long off = b + t * (4L * L);
-            IntVector v0 = IntVector.fromMemorySegment(I, seg, off, LE);
-            IntVector v1 = IntVector.fromMemorySegment(I, seg, off + 4L * L, LE);
-            FloatVector e0 = FloatVector.zero(F);
-            FloatVector e1 = FloatVector.zero(F);
-            for (int q = 0, mask = 0xF; q < 7; q++, mask <<= 4) {
-                e0 = code(v0, mask).fma(FloatVector.fromArray(F, x, k + q * L), e0);
-                e1 = code(v1, mask).fma(FloatVector.fromArray(F, x, k + (8 + q) * L), e1);
+        long b1 = b0 + d1;
+        int s0 = base + q0 * blocks;
+        int s1 = s0 + blocks;
+        FloatVector c0 = FloatVector.zero(F);
+        FloatVector c1 = FloatVector.zero(F);
+        // the block index is the loop's counter, so the scale, activation and code reads are all linear in it and
+        // their range checks leave the loop (a check left inside made the JIT box the accumulators on every step)
+        for (int t = 0; t < blocks; t++) {
+            int k = t * (8 * L);
+            long off = t * (4L * L);
+            IntVector v0 = IntVector.fromMemorySegment(I, seg, b0 + off, LE);
+            IntVector v1 = IntVector.fromMemorySegment(I, seg, b1 + off, LE);
+            FloatVector xv = FloatVector.fromArray(F, x, xOff + k);
+            FloatVector e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).mul(xv);
+            FloatVector e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).mul(xv);
+            // codes 1..6 in a loop rather than written out: the JIT unrolls it, and the method's parsed graph stays
+            // small enough that every vector operation is intrinsified (see the class comment)
+            for (int c = 1, mask = 0xF0; c < 7; c++, mask <<= 4) {
+                xv = FloatVector.fromArray(F, x, xOff + k + c * L);
+                e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e0);
+                e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e1);
             }
-            e0 = top(v0, 28).fma(FloatVector.fromArray(F, x, k + 7 * L), e0);
-            e1 = top(v1, 28).fma(FloatVector.fromArray(F, x, k + 15 * L), e1);
-            c = e0.fma(FloatVector.broadcast(F, sb[s + t]), c);
-            c = e1.fma(FloatVector.broadcast(F, sb[s + t + 1]), c);
+            xv = FloatVector.fromArray(F, x, xOff + k + 7 * L);
+            e0 = ((FloatVector) v0.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(xv, e0);
+            e1 = ((FloatVector) v1.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(xv, e1);
+            c0 = e0.fma(FloatVector.broadcast(F, sb[s0 + t]), c0);
+            c1 = e1.fma(FloatVector.broadcast(F, sb[s1 + t]), c1);
         }
-        for (int t = main; t < blocks; t++) {
-            int k = xOff + t * (8 * L);
-            IntVector v0 = IntVector.fromMemorySegment(I, seg, b + t * (4L * L), LE);
-            FloatVector e0 = FloatVector.zero(F);
-            for (int q = 0, mask = 0xF; q < 7; q++, mask <<= 4) {
-                e0 = code(v0, mask).fma(FloatVector.fromArray(F, x, k + q * L), e0);
-            }
-            e0 = top(v0, 28).fma(FloatVector.fromArray(F, x, k + 7 * L), e0);
-            c = e0.fma(FloatVector.broadcast(F, sb[s + t]), c);
-        }
-        c.intoArray(lanes, 0);
+        float[] lanes = LANES.get();
+        c0.intoArray(lanes, 0);
+        c1.intoArray(lanes, L);
+        finish2(lanes, sb, groups, q0, count, out, outOff);
     }
 
     /**
-     * The 8-bit loop over one row, as {@link #rowQ4} with blocks of 4·L columns (four codes per int) and four blocks
-     * per step (harness, codes in cache: 15–21 against 9–15 G weights/s per thread for a loop over one block of two
-     * rows).
+     * {@link #loop2Q4} on a pair of rows repacked at load ({@link QuantizedPack#pack}): the second row's load follows
+     * the first's. A copy rather than a stride parameter: the JIT hoists the codes' range check out of the loop only
+     * when the stride is a constant, and a check left inside brings back the boxing described at {@link #loop2Q4}.
      */
-    private static void rowQ8(MemorySegment seg, long b, int n, float[] x, int xOff, float[] sb, int s,
-            float[] lanes) {
+    private static void loop2Q4Packed(MemorySegment seg, long b0, int n, int groups, int base, float[] x,
+            int xOff, float[] sb, int q0, int count, float[] out, int outOff) {
+        int blocks = n / (8 * L);
+        long b1 = b0 + 4L * L;
+        int s0 = base + q0 * blocks;
+        int s1 = s0 + blocks;
+        FloatVector c0 = FloatVector.zero(F);
+        FloatVector c1 = FloatVector.zero(F);
+        // the block index is the loop's counter, so the scale, activation and code reads are all linear in it and
+        // their range checks leave the loop (a check left inside made the JIT box the accumulators on every step)
+        for (int t = 0; t < blocks; t++) {
+            int k = t * (8 * L);
+            long off = t * (8L * L);
+            IntVector v0 = IntVector.fromMemorySegment(I, seg, b0 + off, LE);
+            IntVector v1 = IntVector.fromMemorySegment(I, seg, b1 + off, LE);
+            FloatVector xv = FloatVector.fromArray(F, x, xOff + k);
+            FloatVector e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).mul(xv);
+            FloatVector e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).mul(xv);
+            // codes 1..6 in a loop rather than written out: the JIT unrolls it, and the method's parsed graph stays
+            // small enough that every vector operation is intrinsified (see the class comment)
+            for (int c = 1, mask = 0xF0; c < 7; c++, mask <<= 4) {
+                xv = FloatVector.fromArray(F, x, xOff + k + c * L);
+                e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e0);
+                e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e1);
+            }
+            xv = FloatVector.fromArray(F, x, xOff + k + 7 * L);
+            e0 = ((FloatVector) v0.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(xv, e0);
+            e1 = ((FloatVector) v1.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(xv, e1);
+            c0 = e0.fma(FloatVector.broadcast(F, sb[s0 + t]), c0);
+            c1 = e1.fma(FloatVector.broadcast(F, sb[s1 + t]), c1);
+        }
+        float[] lanes = LANES.get();
+        c0.intoArray(lanes, 0);
+        c1.intoArray(lanes, L);
+        finish2(lanes, sb, groups, q0, count, out, outOff);
+    }
+
+    /**
+     * The loop of the 8-bit kernels on two rows at byte offsets b0 and b0 + d1 of seg, each advancing {@code step}
+     * bytes per load of L ints, rows q0 and q0 + 1 of the call's four (scales of block t at {@code sb[base + q·blocks + t]}: {@link #scales};
+     * bias terms after the groups' scales: {@link #prologue}).
+     * Two rows rather than four keep every operand of the loop in the 16 vector registers of AVX2: with four rows the
+     * JIT spilled accumulators and loop invariants to the stack on every step, and how badly depended on the order in
+     * which it compiled things (a twofold swing between runs of the same build). Each row's arithmetic is the same
+     * whichever rows share the loop.
+     */
+    private static void loop2Q8(MemorySegment seg, long b0, long d1, int n, int groups, int base, float[] x,
+            int xOff, float[] sb, int q0, int count, float[] out, int outOff) {
         int blocks = n / (4 * L);
-        int main = blocks & ~3;
-        FloatVector c = FloatVector.zero(F);
-        for (int t = 0; t < main; t += 4) {
-            int k = xOff + t * (4 * L);
-            long off = b + t * (4L * L);
-            IntVector v0 = IntVector.fromMemorySegment(I, seg, off, LE);
-            IntVector v1 = IntVector.fromMemorySegment(I, seg, off + 4L * L, LE);
-            IntVector v2 = IntVector.fromMemorySegment(I, seg, off + 8L * L, LE);
-            IntVector v3 = IntVector.fromMemorySegment(I, seg, off + 12L * L, LE);
+        long b1 = b0 + d1;
+        int s0 = base + q0 * blocks;
+        int s1 = s0 + blocks;
+        FloatVector c0 = FloatVector.zero(F);
+        FloatVector c1 = FloatVector.zero(F);
+        // the block index is the loop's counter, so the scale, activation and code reads are all linear in it and
+        // their range checks leave the loop (a check left inside made the JIT box the accumulators on every step)
+        for (int t = 0; t < blocks; t++) {
+            int k = t * (4 * L);
+            long off = t * (4L * L);
+            IntVector v0 = IntVector.fromMemorySegment(I, seg, b0 + off, LE);
+            IntVector v1 = IntVector.fromMemorySegment(I, seg, b1 + off, LE);
+            // the first multiply is a multiply-add into zero (the same bits) so that all three masked codes share the
+            // loop, which the JIT compiles without boxing the accumulators (written out, it did not; see loop2Q4)
             FloatVector e0 = FloatVector.zero(F);
             FloatVector e1 = FloatVector.zero(F);
-            FloatVector e2 = FloatVector.zero(F);
-            FloatVector e3 = FloatVector.zero(F);
-            for (int q = 0, mask = 0xFF; q < 3; q++, mask <<= 8) {
-                e0 = code(v0, mask).fma(FloatVector.fromArray(F, x, k + q * L), e0);
-                e1 = code(v1, mask).fma(FloatVector.fromArray(F, x, k + (4 + q) * L), e1);
-                e2 = code(v2, mask).fma(FloatVector.fromArray(F, x, k + (8 + q) * L), e2);
-                e3 = code(v3, mask).fma(FloatVector.fromArray(F, x, k + (12 + q) * L), e3);
+            FloatVector xv;
+            for (int c = 0, mask = 0xFF; c < 3; c++, mask <<= 8) {
+                xv = FloatVector.fromArray(F, x, xOff + k + c * L);
+                e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e0);
+                e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e1);
             }
-            e0 = top(v0, 24).fma(FloatVector.fromArray(F, x, k + 3 * L), e0);
-            e1 = top(v1, 24).fma(FloatVector.fromArray(F, x, k + 7 * L), e1);
-            e2 = top(v2, 24).fma(FloatVector.fromArray(F, x, k + 11 * L), e2);
-            e3 = top(v3, 24).fma(FloatVector.fromArray(F, x, k + 15 * L), e3);
-            c = e0.fma(FloatVector.broadcast(F, sb[s + t]), c);
-            c = e1.fma(FloatVector.broadcast(F, sb[s + t + 1]), c);
-            c = e2.fma(FloatVector.broadcast(F, sb[s + t + 2]), c);
-            c = e3.fma(FloatVector.broadcast(F, sb[s + t + 3]), c);
+            xv = FloatVector.fromArray(F, x, xOff + k + 3 * L);
+            e0 = ((FloatVector) v0.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(xv, e0);
+            e1 = ((FloatVector) v1.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(xv, e1);
+            c0 = e0.fma(FloatVector.broadcast(F, sb[s0 + t]), c0);
+            c1 = e1.fma(FloatVector.broadcast(F, sb[s1 + t]), c1);
         }
-        for (int t = main; t < blocks; t++) {
-            int k = xOff + t * (4 * L);
-            IntVector v0 = IntVector.fromMemorySegment(I, seg, b + t * (4L * L), LE);
+        float[] lanes = LANES.get();
+        c0.intoArray(lanes, 0);
+        c1.intoArray(lanes, L);
+        finish2(lanes, sb, groups, q0, count, out, outOff);
+    }
+
+    /** {@link #loop2Q8} on a pair of rows repacked at load, a copy for the reason given at {@link #loop2Q4Packed}. */
+    private static void loop2Q8Packed(MemorySegment seg, long b0, int n, int groups, int base, float[] x,
+            int xOff, float[] sb, int q0, int count, float[] out, int outOff) {
+        int blocks = n / (4 * L);
+        long b1 = b0 + 4L * L;
+        int s0 = base + q0 * blocks;
+        int s1 = s0 + blocks;
+        FloatVector c0 = FloatVector.zero(F);
+        FloatVector c1 = FloatVector.zero(F);
+        // the block index is the loop's counter, so the scale, activation and code reads are all linear in it and
+        // their range checks leave the loop (a check left inside made the JIT box the accumulators on every step)
+        for (int t = 0; t < blocks; t++) {
+            int k = t * (4 * L);
+            long off = t * (8L * L);
+            IntVector v0 = IntVector.fromMemorySegment(I, seg, b0 + off, LE);
+            IntVector v1 = IntVector.fromMemorySegment(I, seg, b1 + off, LE);
+            // the first multiply is a multiply-add into zero (the same bits) so that all three masked codes share the
+            // loop, which the JIT compiles without boxing the accumulators (written out, it did not; see loop2Q4)
             FloatVector e0 = FloatVector.zero(F);
-            for (int q = 0, mask = 0xFF; q < 3; q++, mask <<= 8) {
-                e0 = code(v0, mask).fma(FloatVector.fromArray(F, x, k + q * L), e0);
+            FloatVector e1 = FloatVector.zero(F);
+            FloatVector xv;
+            for (int c = 0, mask = 0xFF; c < 3; c++, mask <<= 8) {
+                xv = FloatVector.fromArray(F, x, xOff + k + c * L);
+                e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e0);
+                e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e1);
             }
-            e0 = top(v0, 24).fma(FloatVector.fromArray(F, x, k + 3 * L), e0);
-            c = e0.fma(FloatVector.broadcast(F, sb[s + t]), c);
+            xv = FloatVector.fromArray(F, x, xOff + k + 3 * L);
+            e0 = ((FloatVector) v0.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(xv, e0);
+            e1 = ((FloatVector) v1.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(xv, e1);
+            c0 = e0.fma(FloatVector.broadcast(F, sb[s0 + t]), c0);
+            c1 = e1.fma(FloatVector.broadcast(F, sb[s1 + t]), c1);
         }
-        c.intoArray(lanes, 0);
-    }
-
-    /** The codes under mask, in place, as floats (exact: at most 8 significant bits). */
-    private static FloatVector code(IntVector v, int mask) {
-        return (FloatVector) v.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0);
-    }
-
-    /** The top code of each int (the one holding the sign bit), shifted down, as floats. */
-    private static FloatVector top(IntVector v, int shift) {
-        return (FloatVector) v.lanewise(VectorOperators.LSHR, shift).convert(VectorOperators.I2F, 0);
+        float[] lanes = LANES.get();
+        c0.intoArray(lanes, 0);
+        c1.intoArray(lanes, L);
+        finish2(lanes, sb, groups, q0, count, out, outOff);
     }
 }
