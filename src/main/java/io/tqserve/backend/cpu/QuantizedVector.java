@@ -15,7 +15,6 @@ import java.lang.foreign.MemorySegment;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.VectorOperators;
-import jdk.incubator.vector.VectorShuffle;
 
 /**
  * Vector API kernels for group-affine 4-bit and 8-bit weights ({@link GroupQuant}): the codes are widened in
@@ -44,24 +43,6 @@ import jdk.incubator.vector.VectorShuffle;
  * {@link VectorKernels}.
  */
 final class QuantizedVector {
-    /**
-     * For each p (a power of two up to L), the p shuffles that spread L values to p·L, each repeated p times:
-     * lane i of shuffle j takes lane j·L/p + i/p.
-     */
-    @SuppressWarnings("unchecked")
-    private static final VectorShuffle<Float>[][] SPREAD = new VectorShuffle[L + 1][];
-
-    static {
-        for (int p = 2; p <= L; p *= 2) {
-            SPREAD[p] = new VectorShuffle[p];
-            for (int j = 0; j < p; j++) {
-                int first = j * L / p;
-                int times = p;
-                SPREAD[p][j] = VectorShuffle.fromOp(F, i -> first + i / times);
-            }
-        }
-    }
-
     /** The kernels need 256-bit or wider vectors (their blocks of P·L columns fit the group sizes then). */
     static final boolean WIDE = F.vectorBitSize() >= 256;
 
@@ -176,24 +157,31 @@ final class QuantizedVector {
         }
         int base = 4 * groups + 4;
         int per = blocks / groups;
-        // vector loads of L group scales, each spread to per vectors by a lane shuffle: the scalar form of this
-        // (a division per block) took about as long as the multiply-adds of an 8-bit call with groups of 64
-        VectorShuffle<Float>[] spread = per < SPREAD.length ? SPREAD[per] : null;
-        for (int q = 0, at = base; q < 4; q++) {
-            int g = 0;
-            if (spread != null) {
-                for (; g + L <= groups; g += L) {
-                    FloatVector v = FloatVector.fromArray(F, sb, q * groups + g);
-                    for (VectorShuffle<Float> sh : spread) {
-                        v.rearrange(sh).intoArray(sb, at);
-                        at += L;
-                    }
+        // straight-line stores per group for the usual widths: the form with an integer division per block took
+        // about as long as the multiply-adds of an 8-bit call with groups of 64
+        int at = base;
+        for (int q = 0; q < 4; q++) {
+            int from = q * groups;
+            int to = from + groups;
+            if (per == 2) {
+                for (int g = from; g < to; g++, at += 2) {
+                    float scale = sb[g];
+                    sb[at] = scale;
+                    sb[at + 1] = scale;
                 }
-            }
-            for (; g < groups; g++) {
-                float scale = sb[q * groups + g];
-                for (int p = 0; p < per; p++) {
-                    sb[at++] = scale;
+            } else if (per == 4) {
+                for (int g = from; g < to; g++, at += 4) {
+                    float scale = sb[g];
+                    sb[at] = scale;
+                    sb[at + 1] = scale;
+                    sb[at + 2] = scale;
+                    sb[at + 3] = scale;
+                }
+            } else {
+                for (int g = from; g < to; g++) {
+                    for (int p = 0; p < per; p++) {
+                        sb[at++] = sb[g];
+                    }
                 }
             }
         }
