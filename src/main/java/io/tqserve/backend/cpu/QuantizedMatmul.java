@@ -6,10 +6,10 @@ import io.tqserve.backend.Matrix;
 /**
  * The matmul of a group-affine quantized matrix ({@link io.tqserve.backend.GroupQuant}) on the CPU backend's pool,
  * split into 4-row blocks as the dense matmul of {@link CpuBackend} (and run in the same pass as the dense matrices of
- * a fused call). 4- and 8-bit matrices on 256-bit or wider vectors run {@link QuantizedVector}'s kernels, which read
+ * a fused call). 4- and 8-bit matrices on 128-bit or wider vectors run {@link QuantizedVector}'s kernels, which read
  * the packed codes in registers, for each activation row against each block of four weight rows (the block stays in
  * cache across the rows, so each weight byte comes from memory once per call), on the rows repacked at load
- * ({@link QuantizedPack}) when the backend has them. Other code widths, narrower vectors and the scalar kernels
+ * ({@link QuantizedPack}) when the backend has them. Other code widths, groups narrower than a block and the scalar kernels
  * decode four weight rows at a time to floats with {@link QuantizedScalar} (never more: no dense copy of the matrix)
  * and run the float tiles. Either way an output gets the same arithmetic whatever the batch, so batching never
  * changes a sequence's numbers.

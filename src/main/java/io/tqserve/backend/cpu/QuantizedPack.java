@@ -1,6 +1,6 @@
 package io.tqserve.backend.cpu;
 
-import static io.tqserve.backend.cpu.VectorKernels.L;
+import static io.tqserve.backend.cpu.QuantizedVector.L;
 import static io.tqserve.backend.cpu.VectorKernels.LE;
 
 import io.tqserve.backend.DType;
