@@ -105,8 +105,8 @@ final class QuantizedVector {
 
     /**
      * The prologue of a call on rows row..row+3 (beyond count: the last row's again): their scales to
-     * {@code sb[q·groups + g]} and their bias terms {@code Σ_g bias(r, g) · xsum[g]} (multiply-adds in group order) to
-     * {@code sb[4·groups + q]}. The four rows run interleaved (four independent chains), bf16 read inline.
+     * {@code sb[q·groups + g]} and their bias terms {@code Σ_g bias(r, g) · xsum[g]} to
+     * {@code sb[4·groups + q]}, each as four multiply-add chains (group g into chain g mod 4) summed at the end.
      */
     static void prologue(Matrix w, int row, int count, float[] xsum, int xsOff, float[] sb) {
         GroupQuant q = w.quant();
@@ -114,43 +114,45 @@ final class QuantizedVector {
         MemorySegment ss = q.scales();
         MemorySegment bs = q.biases();
         DType t = q.scaleType();
-        long i0 = (long) row * groups;
-        long i1 = (long) (row + Math.min(1, count - 1)) * groups;
-        long i2 = (long) (row + Math.min(2, count - 1)) * groups;
-        long i3 = (long) (row + Math.min(3, count - 1)) * groups;
-        float z0 = 0;
-        float z1 = 0;
-        float z2 = 0;
-        float z3 = 0;
-        if (t == DType.BF16) {
-            for (int g = 0; g < groups; g++) {
-                float xs = xsum[xsOff + g];
-                sb[g] = bf16(ss, i0 + g);
-                sb[groups + g] = bf16(ss, i1 + g);
-                sb[2 * groups + g] = bf16(ss, i2 + g);
-                sb[3 * groups + g] = bf16(ss, i3 + g);
-                z0 = Math.fma(bf16(bs, i0 + g), xs, z0);
-                z1 = Math.fma(bf16(bs, i1 + g), xs, z1);
-                z2 = Math.fma(bf16(bs, i2 + g), xs, z2);
-                z3 = Math.fma(bf16(bs, i3 + g), xs, z3);
+        for (int r = 0; r < 4; r++) {
+            long i = (long) (row + Math.min(r, count - 1)) * groups;
+            // four chains, group g into chain g mod 4, summed as (z0 + z1) + (z2 + z3): the order of the repacked
+            // rows' prologue (QuantizedPack#prologue), whose single chain per call was latency-bound
+            float z0 = 0;
+            float z1 = 0;
+            float z2 = 0;
+            float z3 = 0;
+            if (t == DType.BF16) {
+                for (int g = 0; g < groups; g++) {
+                    sb[r * groups + g] = bf16(ss, i + g);
+                }
+                int g = 0;
+                for (; g + 3 < groups; g += 4) {
+                    z0 = Math.fma(bf16(bs, i + g), xsum[xsOff + g], z0);
+                    z1 = Math.fma(bf16(bs, i + g + 1), xsum[xsOff + g + 1], z1);
+                    z2 = Math.fma(bf16(bs, i + g + 2), xsum[xsOff + g + 2], z2);
+                    z3 = Math.fma(bf16(bs, i + g + 3), xsum[xsOff + g + 3], z3);
+                }
+                z0 = g < groups ? Math.fma(bf16(bs, i + g), xsum[xsOff + g], z0) : z0;
+                z1 = g + 1 < groups ? Math.fma(bf16(bs, i + g + 1), xsum[xsOff + g + 1], z1) : z1;
+                z2 = g + 2 < groups ? Math.fma(bf16(bs, i + g + 2), xsum[xsOff + g + 2], z2) : z2;
+            } else {
+                for (int g = 0; g < groups; g++) {
+                    sb[r * groups + g] = t.read(ss, i + g);
+                }
+                int g = 0;
+                for (; g + 3 < groups; g += 4) {
+                    z0 = Math.fma(t.read(bs, i + g), xsum[xsOff + g], z0);
+                    z1 = Math.fma(t.read(bs, i + g + 1), xsum[xsOff + g + 1], z1);
+                    z2 = Math.fma(t.read(bs, i + g + 2), xsum[xsOff + g + 2], z2);
+                    z3 = Math.fma(t.read(bs, i + g + 3), xsum[xsOff + g + 3], z3);
+                }
+                z0 = g < groups ? Math.fma(t.read(bs, i + g), xsum[xsOff + g], z0) : z0;
+                z1 = g + 1 < groups ? Math.fma(t.read(bs, i + g + 1), xsum[xsOff + g + 1], z1) : z1;
+                z2 = g + 2 < groups ? Math.fma(t.read(bs, i + g + 2), xsum[xsOff + g + 2], z2) : z2;
             }
-        } else {
-            for (int g = 0; g < groups; g++) {
-                float xs = xsum[xsOff + g];
-                sb[g] = t.read(ss, i0 + g);
-                sb[groups + g] = t.read(ss, i1 + g);
-                sb[2 * groups + g] = t.read(ss, i2 + g);
-                sb[3 * groups + g] = t.read(ss, i3 + g);
-                z0 = Math.fma(t.read(bs, i0 + g), xs, z0);
-                z1 = Math.fma(t.read(bs, i1 + g), xs, z1);
-                z2 = Math.fma(t.read(bs, i2 + g), xs, z2);
-                z3 = Math.fma(t.read(bs, i3 + g), xs, z3);
-            }
+            sb[4 * groups + r] = (z0 + z1) + (z2 + z3);
         }
-        sb[4 * groups] = z0;
-        sb[4 * groups + 1] = z1;
-        sb[4 * groups + 2] = z2;
-        sb[4 * groups + 3] = z3;
     }
 
     private static float bf16(MemorySegment m, long i) {
