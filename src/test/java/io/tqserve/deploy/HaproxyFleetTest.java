@@ -233,11 +233,14 @@ class HaproxyFleetTest {
     void killingAReplicaLosesNoRequestThatHadNotStartedAndStreamsOnTheSurvivorComplete() throws Exception {
         int onR1 = conversationOn("r1");
         int onR2 = conversationOn("r2");
-        String longFields = "\"max_tokens\":600,\"ignore_eos\":true,\"stream\":true," + USAGE;
-        SseStream survivor = SseStream.open(fleet.http, request(opening(onR2, longFields)), pool);
+        String longFields = "\"max_tokens\":1200,\"ignore_eos\":true,\"stream\":true," + USAGE;
+        // the victim first: the survivor starts only once the victim runs, so it still has most of its tokens to go
+        // when the kill lands (opened together with 600 tokens each, the survivor had streamed 598 of them while
+        // r1's stream was starting)
         SseStream victim = SseStream.open(fleet.http, request(opening(onR1, longFields)), pool);
-        survivor.awaitStarted();
         victim.awaitStarted();
+        SseStream survivor = SseStream.open(fleet.http, request(opening(onR2, longFields)), pool);
+        survivor.awaitStarted();
 
         ProcessHandle r1 = fleet.replica(1);
         r1.destroyForcibly(); // SIGKILL
@@ -252,7 +255,7 @@ class HaproxyFleetTest {
         SseStream.Result s = survivor.result();
         assertThat(s.replica()).isEqualTo("r2");
         assertThat(s.completed()).as("the survivor's stream ended with [DONE]").isTrue();
-        assertThat(s.completionTokens()).isEqualTo(600);
+        assertThat(s.completionTokens()).isEqualTo(1200);
         assertThat(chunksAtKill).as("the survivor's stream was running when r1 died").isLessThan(s.contentChunks());
         SseStream.Result v = victim.result();
         assertThat(v.replica()).isEqualTo("r1");
