@@ -206,28 +206,16 @@ final class QuantizedVector {
         return 4 * (n / groupSize) + 4 + 4 * (n / block(bits));
     }
 
-    /** {@link VectorKernels#sumLanes} at this class's width: halves folded onto each other, the same fixed order. */
-    static float sumLanes(float[] lanes, int off) {
-        if (L == 8) {
-            float b0 = lanes[off] + lanes[off + 4];
-            float b1 = lanes[off + 1] + lanes[off + 5];
-            float b2 = lanes[off + 2] + lanes[off + 6];
-            float b3 = lanes[off + 3] + lanes[off + 7];
-            return (b0 + b2) + (b1 + b3);
-        }
-        return (lanes[off] + lanes[off + 2]) + (lanes[off + 1] + lanes[off + 3]);
-    }
-
     /**
      * out[outOff+q] for q = q0, q0+1 (those below count): the fixed-order lane sum of the loop's accumulator
      * (lanes[(q-q0)·L..]) + the row's bias term.
      */
     static void finish2(float[] lanes, float[] sb, int groups, int q0, int count, float[] out, int outOff) {
         if (q0 < count) {
-            out[outOff + q0] = sumLanes(lanes, 0) + sb[4 * groups + q0];
+            out[outOff + q0] = VectorKernels.sumLanes(lanes, 0, L) + sb[4 * groups + q0];
         }
         if (q0 + 1 < count) {
-            out[outOff + q0 + 1] = sumLanes(lanes, L) + sb[4 * groups + q0 + 1];
+            out[outOff + q0 + 1] = VectorKernels.sumLanes(lanes, L, L) + sb[4 * groups + q0 + 1];
         }
     }
 

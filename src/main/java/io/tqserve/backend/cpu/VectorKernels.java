@@ -50,8 +50,16 @@ public final class VectorKernels implements Kernels {
      * boxes nothing.
      */
     static float sumLanes(float[] lanes, int off) {
-        // The common widths written out (L is a constant, so C2 keeps one branch): values in registers, no stores.
-        if (L == 16) {
+        return sumLanes(lanes, off, L);
+    }
+
+    /**
+     * {@link #sumLanes(float[], int)} over {@code width} lanes (a power of two), for kernels whose species is not
+     * {@link #F} ({@link QuantizedVector}); callers pass a constant, so C2 keeps one branch.
+     */
+    static float sumLanes(float[] lanes, int off, int width) {
+        // The common widths written out: values in registers, no stores.
+        if (width == 16) {
             float a0 = lanes[off] + lanes[off + 8];
             float a1 = lanes[off + 1] + lanes[off + 9];
             float a2 = lanes[off + 2] + lanes[off + 10];
@@ -66,17 +74,17 @@ public final class VectorKernels implements Kernels {
             float b3 = a3 + a7;
             return (b0 + b2) + (b1 + b3);
         }
-        if (L == 8) {
+        if (width == 8) {
             float b0 = lanes[off] + lanes[off + 4];
             float b1 = lanes[off + 1] + lanes[off + 5];
             float b2 = lanes[off + 2] + lanes[off + 6];
             float b3 = lanes[off + 3] + lanes[off + 7];
             return (b0 + b2) + (b1 + b3);
         }
-        if (L == 4) {
+        if (width == 4) {
             return (lanes[off] + lanes[off + 2]) + (lanes[off + 1] + lanes[off + 3]);
         }
-        for (int w = L >> 1; w > 0; w >>= 1) {
+        for (int w = width >> 1; w > 0; w >>= 1) {
             for (int k = 0; k < w; k++) {
                 lanes[off + k] += lanes[off + k + w];
             }
