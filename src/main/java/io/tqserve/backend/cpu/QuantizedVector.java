@@ -43,18 +43,17 @@ final class QuantizedVector {
     /**
      * The kernels' float species: the machine's preferred width capped at 256 bits. A block is one load of L ints
      * (8L codes at 4 bits), and a group must hold whole blocks: with 512-bit vectors a 4-bit block is 128 columns, so
-     * groups of 64 (mlx-community's default) would fall to the scalar path, 15 times slower in decode. 256-bit
+     * groups of 64 (mlx-community's default) would fall to the scalar path, about 20 times slower in decode. 256-bit
      * operations lose nothing on AVX-512 machines (the same multiply-adds per cycle on AMD Zen 4, whose 512-bit
      * operations are issued as two halves; on Intel the 256-bit forms do not lower the clock).
      */
     static final VectorSpecies<Float> F = FloatVector.SPECIES_PREFERRED.vectorBitSize() > 256
             ? FloatVector.SPECIES_256 : FloatVector.SPECIES_PREFERRED;
     /** Ints of the width of {@link #F}. */
-    static final VectorSpecies<Integer> I = IntVector.SPECIES_256.vectorBitSize() == F.vectorBitSize()
-            ? IntVector.SPECIES_256 : IntVector.SPECIES_128;
+    static final VectorSpecies<Integer> I = F.vectorBitSize() == 256 ? IntVector.SPECIES_256 : IntVector.SPECIES_128;
     /** Lanes of {@link #F}: 8 (AVX2, AVX-512) or 4 (128-bit vectors: NEON, SSE). */
     static final int L = F.length();
-    /** The kernels need 128-bit or wider vectors (blocks of 8L or 4L columns then fit groups of 32, 64, 128). */
+    /** The kernels need 128-bit or wider vectors ({@link #handles} adds the group sizes they take). */
     static final boolean WIDE = F.vectorBitSize() >= 128;
 
     private QuantizedVector() {
