@@ -37,15 +37,15 @@ import jdk.incubator.vector.VectorSpecies;
  * more than the multiply-adds. A batch of activation rows runs the same kernel per row against each block of four
  * weight rows (which then stays in the L1 cache), so every output has the same arithmetic whatever the batch and
  * batching never changes a result (as with the bf16 kernels). Straight-line code for the reason given in
- * {@link VectorKernels}.
+ * {@link VectorKernels}; the loops are in {@link QuantizedLoops}.
  */
 final class QuantizedVector {
     /**
      * The kernels' float species: the machine's preferred width capped at 256 bits. A block is one load of L ints
      * (8L codes at 4 bits), and a group must hold whole blocks: with 512-bit vectors a 4-bit block is 128 columns, so
-     * groups of 64 (mlx-community's default) would fall to the scalar path, about 20 times slower in decode. 256-bit
-     * operations lose nothing on AVX-512 machines (the same multiply-adds per cycle on AMD Zen 4, whose 512-bit
-     * operations are issued as two halves; on Intel the 256-bit forms do not lower the clock).
+     * groups of 64 (mlx-community's default) would fall to the scalar path, about 20 times slower in decode. On AMD
+     * Zen 4, whose 512-bit operations issue as two 256-bit halves, 512-bit versions of these loops measured no faster
+     * (docs/benchmarks.md, "Quantized weights: decode").
      */
     static final VectorSpecies<Float> F = FloatVector.SPECIES_PREFERRED.vectorBitSize() > 256
             ? FloatVector.SPECIES_256 : FloatVector.SPECIES_PREFERRED;
@@ -67,10 +67,22 @@ final class QuantizedVector {
         return bits == 4 ? 8 * L : 4 * L;
     }
 
-    /** Whether these kernels handle w: 4 or 8 bits, vectors of 256 bits or more, groups of whole blocks. */
+    /**
+     * Whether a 4-bit block holds two groups (256-bit vectors: blocks of 64 columns, groups of 32); lanes [0, L/2) of
+     * a block then hold the first group's codes and [L/2, L) the second's ({@link QuantizedLoops#loop2Q4Span2}).
+     */
+    static boolean span2(int bits, int groupSize) {
+        return bits == 4 && block(4) == 2 * groupSize;
+    }
+
+    /**
+     * Whether these kernels handle w: 4 or 8 bits, vectors of 128 bits or more, groups of whole blocks (or, at 4 bits,
+     * blocks of two whole groups: {@link #span2}).
+     */
     static boolean handles(Matrix w) {
         GroupQuant q = w.quant();
-        return WIDE && q != null && (q.bits() == 4 || q.bits() == 8) && q.groupSize() % block(q.bits()) == 0;
+        return WIDE && q != null && (q.bits() == 4 || q.bits() == 8)
+                && (q.groupSize() % block(q.bits()) == 0 || span2(q.bits(), q.groupSize()) && w.cols() % block(4) == 0);
     }
 
     /**
@@ -206,19 +218,6 @@ final class QuantizedVector {
     }
 
     /**
-     * out[outOff+q] for q = q0, q0+1 (those below count): the fixed-order lane sum of the loop's accumulator
-     * (lanes[(q-q0)·L..]) + the row's bias term.
-     */
-    static void finish2(float[] lanes, float[] sb, int groups, int q0, int count, float[] out, int outOff) {
-        if (q0 < count) {
-            out[outOff + q0] = VectorKernels.sumLanes(lanes, 0, L) + sb[4 * groups + q0];
-        }
-        if (q0 + 1 < count) {
-            out[outOff + q0 + 1] = VectorKernels.sumLanes(lanes, L, L) + sb[4 * groups + q0 + 1];
-        }
-    }
-
-    /**
      * Up to four 4- or 8-bit rows of w (row .. row+count-1) times x (in the kernels' order: {@link #permute}):
      * out[outOff+q] = row (row+q) · x, with {@code xsum[xsOff + g]} the sum of x over group g and {@code sb} room
      * for {@link #scratchSize} floats (the rows' scales and bias terms: {@link #prologue}). See the class comment for
@@ -231,20 +230,26 @@ final class QuantizedVector {
         long rb = q.rowBytes(n);
         int groups = n / q.groupSize();
         prologue(w, row, count, xsum, xsOff, sb);
-        int base = scales(sb, groups, n / block(q.bits()));
+        boolean span2 = span2(q.bits(), q.groupSize());
+        int base = span2 ? 0 : scales(sb, groups, n / block(q.bits()));
         long b0 = rb * row;
         long d1 = rb * (row + Math.min(1, count - 1)) - b0;
         long b2 = rb * (row + Math.min(2, count - 1));
         long d3 = rb * (row + Math.min(3, count - 1)) - b2;
-        if (q.bits() == 4) {
-            loop2Q4(w.data(), b0, d1, n, groups, base, x, xOff, sb, 0, count, out, outOff);
+        if (span2) {
+            QuantizedLoops.loop2Q4Span2(w.data(), b0, d1, n, groups, x, xOff, sb, 0, count, out, outOff);
             if (count > 2) {
-                loop2Q4(w.data(), b2, d3, n, groups, base, x, xOff, sb, 2, count, out, outOff);
+                QuantizedLoops.loop2Q4Span2(w.data(), b2, d3, n, groups, x, xOff, sb, 2, count, out, outOff);
+            }
+        } else if (q.bits() == 4) {
+            QuantizedLoops.loop2Q4(w.data(), b0, d1, n, groups, base, x, xOff, sb, 0, count, out, outOff);
+            if (count > 2) {
+                QuantizedLoops.loop2Q4(w.data(), b2, d3, n, groups, base, x, xOff, sb, 2, count, out, outOff);
             }
         } else {
-            loop2Q8(w.data(), b0, d1, n, groups, base, x, xOff, sb, 0, count, out, outOff);
+            QuantizedLoops.loop2Q8(w.data(), b0, d1, n, groups, base, x, xOff, sb, 0, count, out, outOff);
             if (count > 2) {
-                loop2Q8(w.data(), b2, d3, n, groups, base, x, xOff, sb, 2, count, out, outOff);
+                QuantizedLoops.loop2Q8(w.data(), b2, d3, n, groups, base, x, xOff, sb, 2, count, out, outOff);
             }
         }
     }
@@ -256,187 +261,20 @@ final class QuantizedVector {
     static void matvecPacked(QuantizedPack p, int bits, int row, int n, float[] x, int xOff, float[] xsum,
             int xsOff, float[] sb, float[] out, int outOff) {
         int groups = p.prologue(row, n, xsum, xsOff, sb);
-        int base = scales(sb, groups, n / block(bits));
+        boolean span2 = span2(bits, p.groupSize());
+        int base = span2 ? 0 : scales(sb, groups, n / block(bits));
         long pairA = row * p.rowBytes();
         long pairB = pairA + 2 * p.rowBytes();
-        if (bits == 4) {
-            loop2Q4Packed(p.codes(), pairA, n, groups, base, x, xOff, sb, 0, 4, out, outOff);
-            loop2Q4Packed(p.codes(), pairB, n, groups, base, x, xOff, sb, 2, 4, out, outOff);
+        if (span2) {
+            QuantizedLoops.loop2Q4Span2Packed(p.codes(), pairA, n, groups, x, xOff, sb, 0, 4, out, outOff);
+            QuantizedLoops.loop2Q4Span2Packed(p.codes(), pairB, n, groups, x, xOff, sb, 2, 4, out, outOff);
+        } else if (bits == 4) {
+            QuantizedLoops.loop2Q4Packed(p.codes(), pairA, n, groups, base, x, xOff, sb, 0, 4, out, outOff);
+            QuantizedLoops.loop2Q4Packed(p.codes(), pairB, n, groups, base, x, xOff, sb, 2, 4, out, outOff);
         } else {
-            loop2Q8Packed(p.codes(), pairA, n, groups, base, x, xOff, sb, 0, 4, out, outOff);
-            loop2Q8Packed(p.codes(), pairB, n, groups, base, x, xOff, sb, 2, 4, out, outOff);
+            QuantizedLoops.loop2Q8Packed(p.codes(), pairA, n, groups, base, x, xOff, sb, 0, 4, out, outOff);
+            QuantizedLoops.loop2Q8Packed(p.codes(), pairB, n, groups, base, x, xOff, sb, 2, 4, out, outOff);
         }
     }
 
-    /**
-     * The loop of the 4-bit kernels on two rows at byte offsets b0 and b0 + d1 of seg, each advancing {@code step}
-     * bytes per load of L ints, rows q0 and q0 + 1 of the call's four (scales of block t at {@code sb[base + q·blocks + t]}: {@link #scales};
-     * bias terms after the groups' scales: {@link #prologue}).
-     * Two rows rather than four keep every operand of the loop in the 16 vector registers of AVX2: with four rows the
-     * JIT spilled accumulators and loop invariants to the stack on every step, and how badly depended on the order in
-     * which it compiled things (a twofold swing between runs of the same build). Each row's arithmetic is the same
-     * whichever rows share the loop.
-     */
-    private static void loop2Q4(MemorySegment seg, long b0, long d1, int n, int groups, int base, float[] x,
-            int xOff, float[] sb, int q0, int count, float[] out, int outOff) {
-        int blocks = n / (8 * L);
-        long b1 = b0 + d1;
-        int s0 = base + q0 * blocks;
-        int s1 = s0 + blocks;
-        FloatVector c0 = FloatVector.zero(F);
-        FloatVector c1 = FloatVector.zero(F);
-        // the block index is the loop's counter, so the scale, activation and code reads are all linear in it and
-        // their range checks leave the loop (a check left inside made the JIT box the accumulators on every step)
-        for (int t = 0; t < blocks; t++) {
-            int k = t * (8 * L);
-            long off = t * (4L * L);
-            IntVector v0 = IntVector.fromMemorySegment(I, seg, b0 + off, LE);
-            IntVector v1 = IntVector.fromMemorySegment(I, seg, b1 + off, LE);
-            FloatVector xv = FloatVector.fromArray(F, x, xOff + k);
-            FloatVector e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).mul(xv);
-            FloatVector e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).mul(xv);
-            // codes 1..6 in a loop rather than written out: the JIT unrolls it, and the method's parsed graph stays
-            // small enough that every vector operation is intrinsified (see the class comment)
-            for (int c = 1, mask = 0xF0; c < 7; c++, mask <<= 4) {
-                xv = FloatVector.fromArray(F, x, xOff + k + c * L);
-                e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e0);
-                e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e1);
-            }
-            xv = FloatVector.fromArray(F, x, xOff + k + 7 * L);
-            e0 = ((FloatVector) v0.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(xv, e0);
-            e1 = ((FloatVector) v1.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(xv, e1);
-            c0 = e0.fma(FloatVector.broadcast(F, sb[s0 + t]), c0);
-            c1 = e1.fma(FloatVector.broadcast(F, sb[s1 + t]), c1);
-        }
-        float[] lanes = LANES.get();
-        c0.intoArray(lanes, 0);
-        c1.intoArray(lanes, L);
-        finish2(lanes, sb, groups, q0, count, out, outOff);
-    }
-
-    /**
-     * {@link #loop2Q4} on a pair of rows repacked at load ({@link QuantizedPack#pack}): the second row's load follows
-     * the first's. A copy rather than a stride parameter: the JIT hoists the codes' range check out of the loop only
-     * when the stride is a constant, and a check left inside brings back the boxing described at {@link #loop2Q4}.
-     */
-    private static void loop2Q4Packed(MemorySegment seg, long b0, int n, int groups, int base, float[] x,
-            int xOff, float[] sb, int q0, int count, float[] out, int outOff) {
-        int blocks = n / (8 * L);
-        long b1 = b0 + 4L * L;
-        int s0 = base + q0 * blocks;
-        int s1 = s0 + blocks;
-        FloatVector c0 = FloatVector.zero(F);
-        FloatVector c1 = FloatVector.zero(F);
-        // the block index is the loop's counter, so the scale, activation and code reads are all linear in it and
-        // their range checks leave the loop (a check left inside made the JIT box the accumulators on every step)
-        for (int t = 0; t < blocks; t++) {
-            int k = t * (8 * L);
-            long off = t * (8L * L);
-            IntVector v0 = IntVector.fromMemorySegment(I, seg, b0 + off, LE);
-            IntVector v1 = IntVector.fromMemorySegment(I, seg, b1 + off, LE);
-            FloatVector xv = FloatVector.fromArray(F, x, xOff + k);
-            FloatVector e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).mul(xv);
-            FloatVector e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).mul(xv);
-            // codes 1..6 in a loop rather than written out: the JIT unrolls it, and the method's parsed graph stays
-            // small enough that every vector operation is intrinsified (see the class comment)
-            for (int c = 1, mask = 0xF0; c < 7; c++, mask <<= 4) {
-                xv = FloatVector.fromArray(F, x, xOff + k + c * L);
-                e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e0);
-                e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e1);
-            }
-            xv = FloatVector.fromArray(F, x, xOff + k + 7 * L);
-            e0 = ((FloatVector) v0.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(xv, e0);
-            e1 = ((FloatVector) v1.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(xv, e1);
-            c0 = e0.fma(FloatVector.broadcast(F, sb[s0 + t]), c0);
-            c1 = e1.fma(FloatVector.broadcast(F, sb[s1 + t]), c1);
-        }
-        float[] lanes = LANES.get();
-        c0.intoArray(lanes, 0);
-        c1.intoArray(lanes, L);
-        finish2(lanes, sb, groups, q0, count, out, outOff);
-    }
-
-    /**
-     * The loop of the 8-bit kernels on two rows at byte offsets b0 and b0 + d1 of seg, each advancing {@code step}
-     * bytes per load of L ints, rows q0 and q0 + 1 of the call's four (scales of block t at {@code sb[base + q·blocks + t]}: {@link #scales};
-     * bias terms after the groups' scales: {@link #prologue}).
-     * Two rows rather than four keep every operand of the loop in the 16 vector registers of AVX2: with four rows the
-     * JIT spilled accumulators and loop invariants to the stack on every step, and how badly depended on the order in
-     * which it compiled things (a twofold swing between runs of the same build). Each row's arithmetic is the same
-     * whichever rows share the loop.
-     */
-    private static void loop2Q8(MemorySegment seg, long b0, long d1, int n, int groups, int base, float[] x,
-            int xOff, float[] sb, int q0, int count, float[] out, int outOff) {
-        int blocks = n / (4 * L);
-        long b1 = b0 + d1;
-        int s0 = base + q0 * blocks;
-        int s1 = s0 + blocks;
-        FloatVector c0 = FloatVector.zero(F);
-        FloatVector c1 = FloatVector.zero(F);
-        // the block index is the loop's counter, so the scale, activation and code reads are all linear in it and
-        // their range checks leave the loop (a check left inside made the JIT box the accumulators on every step)
-        for (int t = 0; t < blocks; t++) {
-            int k = t * (4 * L);
-            long off = t * (4L * L);
-            IntVector v0 = IntVector.fromMemorySegment(I, seg, b0 + off, LE);
-            IntVector v1 = IntVector.fromMemorySegment(I, seg, b1 + off, LE);
-            // the first multiply is a multiply-add into zero (the same bits) so that all three masked codes share the
-            // loop, which the JIT compiles without boxing the accumulators (written out, it did not; see loop2Q4)
-            FloatVector e0 = FloatVector.zero(F);
-            FloatVector e1 = FloatVector.zero(F);
-            FloatVector xv;
-            for (int c = 0, mask = 0xFF; c < 3; c++, mask <<= 8) {
-                xv = FloatVector.fromArray(F, x, xOff + k + c * L);
-                e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e0);
-                e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e1);
-            }
-            xv = FloatVector.fromArray(F, x, xOff + k + 3 * L);
-            e0 = ((FloatVector) v0.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(xv, e0);
-            e1 = ((FloatVector) v1.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(xv, e1);
-            c0 = e0.fma(FloatVector.broadcast(F, sb[s0 + t]), c0);
-            c1 = e1.fma(FloatVector.broadcast(F, sb[s1 + t]), c1);
-        }
-        float[] lanes = LANES.get();
-        c0.intoArray(lanes, 0);
-        c1.intoArray(lanes, L);
-        finish2(lanes, sb, groups, q0, count, out, outOff);
-    }
-
-    /** {@link #loop2Q8} on a pair of rows repacked at load, a copy for the reason given at {@link #loop2Q4Packed}. */
-    private static void loop2Q8Packed(MemorySegment seg, long b0, int n, int groups, int base, float[] x,
-            int xOff, float[] sb, int q0, int count, float[] out, int outOff) {
-        int blocks = n / (4 * L);
-        long b1 = b0 + 4L * L;
-        int s0 = base + q0 * blocks;
-        int s1 = s0 + blocks;
-        FloatVector c0 = FloatVector.zero(F);
-        FloatVector c1 = FloatVector.zero(F);
-        // the block index is the loop's counter, so the scale, activation and code reads are all linear in it and
-        // their range checks leave the loop (a check left inside made the JIT box the accumulators on every step)
-        for (int t = 0; t < blocks; t++) {
-            int k = t * (4 * L);
-            long off = t * (8L * L);
-            IntVector v0 = IntVector.fromMemorySegment(I, seg, b0 + off, LE);
-            IntVector v1 = IntVector.fromMemorySegment(I, seg, b1 + off, LE);
-            // the first multiply is a multiply-add into zero (the same bits) so that all three masked codes share the
-            // loop, which the JIT compiles without boxing the accumulators (written out, it did not; see loop2Q4)
-            FloatVector e0 = FloatVector.zero(F);
-            FloatVector e1 = FloatVector.zero(F);
-            FloatVector xv;
-            for (int c = 0, mask = 0xFF; c < 3; c++, mask <<= 8) {
-                xv = FloatVector.fromArray(F, x, xOff + k + c * L);
-                e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e0);
-                e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e1);
-            }
-            xv = FloatVector.fromArray(F, x, xOff + k + 3 * L);
-            e0 = ((FloatVector) v0.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(xv, e0);
-            e1 = ((FloatVector) v1.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(xv, e1);
-            c0 = e0.fma(FloatVector.broadcast(F, sb[s0 + t]), c0);
-            c1 = e1.fma(FloatVector.broadcast(F, sb[s1 + t]), c1);
-        }
-        float[] lanes = LANES.get();
-        c0.intoArray(lanes, 0);
-        c1.intoArray(lanes, L);
-        finish2(lanes, sb, groups, q0, count, out, outOff);
-    }
 }

@@ -59,7 +59,7 @@ class RepackedMatmulTest {
      */
     @ParameterizedTest
     @org.junit.jupiter.params.provider.CsvSource({"4, 64, BF16, 4", "4, 128, F16, 4", "8, 64, BF16, 4", "8, 32, F32, 4",
-        "4, 64, BF16, 3", "8, 64, BF16, 3"})
+        "4, 64, BF16, 3", "8, 64, BF16, 3", "4, 32, BF16, 4", "4, 32, F16, 2"})
     void packedQuantizedRowsGiveTheBitsOfTheStoredLayout(int bits, int groupSize, DType scaleType, int groups) {
         int dim = groups * Math.max(groupSize, QuantizedVector.block(bits));
         try (Arena arena = Arena.ofShared(); CpuBackend plain = new CpuBackend(new VectorKernels(), 2, "plain");
