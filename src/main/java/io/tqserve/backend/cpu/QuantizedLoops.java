@@ -16,6 +16,13 @@ import jdk.incubator.vector.VectorOperators;
  * The inner loops of {@link QuantizedVector}'s kernels: each runs two weight rows of a call against the activations
  * in the kernels' order, one block of codes per step, and writes the two outputs ({@link #finish2}). The class comment
  * of {@link QuantizedVector} gives the arithmetic and why the loops are shaped as they are.
+ *
+ * <p>The accumulators are cast to the species' own vector class ({@code F.vectorType().cast}, which C2 folds into a
+ * type check it can prove) before they are stored after the loop. Without the cast, {@code intoArray}'s calls on its
+ * receiver were resolved from the type profile {@code intoArray} gathers across all its callers: when that profile
+ * held exactly two vector classes (this class's 256-bit vectors and the prologue's 128-bit ones) C2 inlined both
+ * behind a type test and boxed the accumulators on every step of the loop (docs/benchmarks.md, "Why the kernels look
+ * the way they do"); with the cast the receiver's class is known when the call is parsed.
  */
 final class QuantizedLoops {
     /** Lanes [L/2, L): the second group of a 4-bit block that holds two groups ({@link QuantizedVector#span2}). */
@@ -78,8 +85,9 @@ final class QuantizedLoops {
             c1 = e1.fma(FloatVector.broadcast(F, sb[s1 + t]), c1);
         }
         float[] lanes = LANES.get();
-        c0.intoArray(lanes, 0);
-        c1.intoArray(lanes, L);
+        // typed as F's vector class first: see the class comment
+        ((FloatVector) F.vectorType().cast(c0)).intoArray(lanes, 0);
+        ((FloatVector) F.vectorType().cast(c1)).intoArray(lanes, L);
         finish2(lanes, sb, groups, q0, count, out, outOff);
     }
 
@@ -121,8 +129,9 @@ final class QuantizedLoops {
             c1 = e1.fma(FloatVector.broadcast(F, sb[s1 + 2 * t]).blend(FloatVector.broadcast(F, sb[s1 + 2 * t + 1]), HIGH), c1);
         }
         float[] lanes = LANES.get();
-        c0.intoArray(lanes, 0);
-        c1.intoArray(lanes, L);
+        // typed as F's vector class first: see the class comment
+        ((FloatVector) F.vectorType().cast(c0)).intoArray(lanes, 0);
+        ((FloatVector) F.vectorType().cast(c1)).intoArray(lanes, L);
         finish2(lanes, sb, groups, q0, count, out, outOff);
     }
 
@@ -163,8 +172,9 @@ final class QuantizedLoops {
             c1 = e1.fma(FloatVector.broadcast(F, sb[s1 + t]), c1);
         }
         float[] lanes = LANES.get();
-        c0.intoArray(lanes, 0);
-        c1.intoArray(lanes, L);
+        // typed as F's vector class first: see the class comment
+        ((FloatVector) F.vectorType().cast(c0)).intoArray(lanes, 0);
+        ((FloatVector) F.vectorType().cast(c1)).intoArray(lanes, L);
         finish2(lanes, sb, groups, q0, count, out, outOff);
     }
 
@@ -201,8 +211,9 @@ final class QuantizedLoops {
             c1 = e1.fma(FloatVector.broadcast(F, sb[s1 + 2 * t]).blend(FloatVector.broadcast(F, sb[s1 + 2 * t + 1]), HIGH), c1);
         }
         float[] lanes = LANES.get();
-        c0.intoArray(lanes, 0);
-        c1.intoArray(lanes, L);
+        // typed as F's vector class first: see the class comment
+        ((FloatVector) F.vectorType().cast(c0)).intoArray(lanes, 0);
+        ((FloatVector) F.vectorType().cast(c1)).intoArray(lanes, L);
         finish2(lanes, sb, groups, q0, count, out, outOff);
     }
 
@@ -247,8 +258,9 @@ final class QuantizedLoops {
             c1 = e1.fma(FloatVector.broadcast(F, sb[s1 + t]), c1);
         }
         float[] lanes = LANES.get();
-        c0.intoArray(lanes, 0);
-        c1.intoArray(lanes, L);
+        // typed as F's vector class first: see the class comment
+        ((FloatVector) F.vectorType().cast(c0)).intoArray(lanes, 0);
+        ((FloatVector) F.vectorType().cast(c1)).intoArray(lanes, L);
         finish2(lanes, sb, groups, q0, count, out, outOff);
     }
 
@@ -285,8 +297,9 @@ final class QuantizedLoops {
             c1 = e1.fma(FloatVector.broadcast(F, sb[s1 + t]), c1);
         }
         float[] lanes = LANES.get();
-        c0.intoArray(lanes, 0);
-        c1.intoArray(lanes, L);
+        // typed as F's vector class first: see the class comment
+        ((FloatVector) F.vectorType().cast(c0)).intoArray(lanes, 0);
+        ((FloatVector) F.vectorType().cast(c1)).intoArray(lanes, L);
         finish2(lanes, sb, groups, q0, count, out, outOff);
     }
 }

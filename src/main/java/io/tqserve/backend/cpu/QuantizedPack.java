@@ -100,7 +100,8 @@ record QuantizedPack(MemorySegment codes, MemorySegment scales, MemorySegment bi
             z2 = FloatVector.fromMemorySegment(F4, bs, b + 16L * (g + 2), LE)
                     .fma(FloatVector.broadcast(F4, xsum[xsOff + g + 2]), z2);
         }
-        z0.add(z1).add(z2.add(z3)).intoArray(sb, 4 * groups);
+        // typed as F4's vector class before the store (QuantizedLoops' class comment)
+        ((FloatVector) F4.vectorType().cast(z0.add(z1).add(z2.add(z3)))).intoArray(sb, 4 * groups);
         return groups;
     }
 }
