@@ -21,7 +21,8 @@ public final class VectorKernels implements Kernels {
     // The vector expressions are written out in every loop on purpose: a small helper method returning a vector
     // is compiled on its own once hot, is then too big for C2 to inline (InlineSmallCode), and its result gets
     // boxed on every call, which cuts decode bandwidth by a large factor depending on compilation order
-    // (docs/benchmarks.md, "Why the kernels look the way they do").
+    // (docs/benchmarks.md, "Why the kernels look the way they do"). Accumulators are cast to F's vector class
+    // (F.vectorType().cast) before they are stored after a loop, for the reason given at QuantizedLoops.
     static final VectorSpecies<Float> F = FloatVector.SPECIES_PREFERRED;
     static final VectorSpecies<Integer> I = IntVector.SPECIES_PREFERRED;
     /** Shorts with as many lanes as F: half the bit size. */
@@ -134,7 +135,7 @@ public final class VectorKernels implements Kernels {
         for (int bound = n - L; i <= bound; i += L) {
             acc0 = FloatVector.fromArray(F, a, aOff + i).fma(FloatVector.fromArray(F, b, bOff + i), acc0);
         }
-        acc0.add(acc1).add(acc2.add(acc3)).intoArray(lanes, 0);
+        ((FloatVector) F.vectorType().cast(acc0.add(acc1).add(acc2.add(acc3)))).intoArray(lanes, 0);
         float sum = sumLanes(lanes, 0);
         for (; i < n; i++) {
             sum += a[aOff + i] * b[bOff + i];
@@ -214,7 +215,7 @@ public final class VectorKernels implements Kernels {
         for (int bound = n - L; i <= bound; i += L) {
             acc0 = ((IntVector) ShortVector.fromMemorySegment(S, seg, base + 2L * i, LE).convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(FloatVector.fromArray(F, x, xOff + i), acc0);
         }
-        acc0.add(acc1).add(acc2.add(acc3)).intoArray(lanes, 0);
+        ((FloatVector) F.vectorType().cast(acc0.add(acc1).add(acc2.add(acc3)))).intoArray(lanes, 0);
         float sum = sumLanes(lanes, 0);
         for (; i < n; i++) {
             short bits = seg.get(io.tqserve.backend.Layouts.SHORT_LE, base + 2L * i);
@@ -240,7 +241,7 @@ public final class VectorKernels implements Kernels {
         for (int bound = n - L; i <= bound; i += L) {
             acc0 = FloatVector.fromMemorySegment(F, seg, base + 4L * i, LE).fma(FloatVector.fromArray(F, x, xOff + i), acc0);
         }
-        acc0.add(acc1).add(acc2.add(acc3)).intoArray(lanes, 0);
+        ((FloatVector) F.vectorType().cast(acc0.add(acc1).add(acc2.add(acc3)))).intoArray(lanes, 0);
         float sum = sumLanes(lanes, 0);
         for (; i < n; i++) {
             sum += seg.get(io.tqserve.backend.Layouts.FLOAT_LE, base + 4L * i) * x[xOff + i];

@@ -52,10 +52,10 @@ final class VectorMatmul {
             c2 = ((IntVector) ShortVector.fromMemorySegment(S, seg, b2 + 2L * i, LE).convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(xv, c2);
             c3 = ((IntVector) ShortVector.fromMemorySegment(S, seg, b3 + 2L * i, LE).convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(xv, c3);
         }
-        c0.intoArray(lanes, 0);
-        c1.intoArray(lanes, L);
-        c2.intoArray(lanes, 2 * L);
-        c3.intoArray(lanes, 3 * L);
+        ((FloatVector) F.vectorType().cast(c0)).intoArray(lanes, 0);
+        ((FloatVector) F.vectorType().cast(c1)).intoArray(lanes, L);
+        ((FloatVector) F.vectorType().cast(c2)).intoArray(lanes, 2 * L);
+        ((FloatVector) F.vectorType().cast(c3)).intoArray(lanes, 3 * L);
         float s0 = sumLanes(lanes, 0);
         float s1 = sumLanes(lanes, L);
         float s2 = sumLanes(lanes, 2 * L);
@@ -120,10 +120,10 @@ final class VectorMatmul {
             c2 = ((IntVector) ShortVector.fromMemorySegment(S, seg, b + 2 * half, LE).convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(xv, c2);
             c3 = ((IntVector) ShortVector.fromMemorySegment(S, seg, b + 3 * half, LE).convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(xv, c3);
         }
-        c0.intoArray(lanes, 0);
-        c1.intoArray(lanes, L);
-        c2.intoArray(lanes, 2 * L);
-        c3.intoArray(lanes, 3 * L);
+        ((FloatVector) F.vectorType().cast(c0)).intoArray(lanes, 0);
+        ((FloatVector) F.vectorType().cast(c1)).intoArray(lanes, L);
+        ((FloatVector) F.vectorType().cast(c2)).intoArray(lanes, 2 * L);
+        ((FloatVector) F.vectorType().cast(c3)).intoArray(lanes, 3 * L);
         out[outOff] = sumLanes(lanes, 0);
         out[outOff + 1] = sumLanes(lanes, L);
         out[outOff + 2] = sumLanes(lanes, 2 * L);
@@ -190,14 +190,14 @@ final class VectorMatmul {
             c03 = u.fma(v0, c03);
             c13 = u.fma(v1, c13);
         }
-        c00.intoArray(lanes, 0);
-        c01.intoArray(lanes, L);
-        c02.intoArray(lanes, 2 * L);
-        c03.intoArray(lanes, 3 * L);
-        c10.intoArray(lanes, 4 * L);
-        c11.intoArray(lanes, 5 * L);
-        c12.intoArray(lanes, 6 * L);
-        c13.intoArray(lanes, 7 * L);
+        ((FloatVector) F.vectorType().cast(c00)).intoArray(lanes, 0);
+        ((FloatVector) F.vectorType().cast(c01)).intoArray(lanes, L);
+        ((FloatVector) F.vectorType().cast(c02)).intoArray(lanes, 2 * L);
+        ((FloatVector) F.vectorType().cast(c03)).intoArray(lanes, 3 * L);
+        ((FloatVector) F.vectorType().cast(c10)).intoArray(lanes, 4 * L);
+        ((FloatVector) F.vectorType().cast(c11)).intoArray(lanes, 5 * L);
+        ((FloatVector) F.vectorType().cast(c12)).intoArray(lanes, 6 * L);
+        ((FloatVector) F.vectorType().cast(c13)).intoArray(lanes, 7 * L);
         for (int r = 0; r < 2; r++) {
             int xr = xOff + r * n;
             for (int q = 0; q < 4; q++) {
@@ -230,10 +230,10 @@ final class VectorMatmul {
             c2 = FloatVector.fromArray(F, w, o2 + i).fma(xv, c2);
             c3 = FloatVector.fromArray(F, w, o3 + i).fma(xv, c3);
         }
-        c0.intoArray(lanes, 0);
-        c1.intoArray(lanes, L);
-        c2.intoArray(lanes, 2 * L);
-        c3.intoArray(lanes, 3 * L);
+        ((FloatVector) F.vectorType().cast(c0)).intoArray(lanes, 0);
+        ((FloatVector) F.vectorType().cast(c1)).intoArray(lanes, L);
+        ((FloatVector) F.vectorType().cast(c2)).intoArray(lanes, 2 * L);
+        ((FloatVector) F.vectorType().cast(c3)).intoArray(lanes, 3 * L);
         float s0 = sumLanes(lanes, 0);
         float s1 = sumLanes(lanes, L);
         float s2 = sumLanes(lanes, 2 * L);
@@ -259,7 +259,7 @@ final class VectorMatmul {
         for (int bound = n - L; i <= bound; i += L) {
             c = FloatVector.fromArray(F, w, wOff + i).fma(FloatVector.fromArray(F, x, xOff + i), c);
         }
-        c.intoArray(lanes, 0);
+        ((FloatVector) F.vectorType().cast(c)).intoArray(lanes, 0);
         float s = sumLanes(lanes, 0);
         for (; i < n; i++) {
             s += w[wOff + i] * x[xOff + i];
@@ -311,22 +311,22 @@ final class VectorMatmul {
             c23 = u.fma(v2, c23);
             c33 = u.fma(v3, c33);
         }
-        c00.intoArray(lanes, 0);
-        c01.intoArray(lanes, L);
-        c02.intoArray(lanes, 2 * L);
-        c03.intoArray(lanes, 3 * L);
-        c10.intoArray(lanes, 4 * L);
-        c11.intoArray(lanes, 5 * L);
-        c12.intoArray(lanes, 6 * L);
-        c13.intoArray(lanes, 7 * L);
-        c20.intoArray(lanes, 8 * L);
-        c21.intoArray(lanes, 9 * L);
-        c22.intoArray(lanes, 10 * L);
-        c23.intoArray(lanes, 11 * L);
-        c30.intoArray(lanes, 12 * L);
-        c31.intoArray(lanes, 13 * L);
-        c32.intoArray(lanes, 14 * L);
-        c33.intoArray(lanes, 15 * L);
+        ((FloatVector) F.vectorType().cast(c00)).intoArray(lanes, 0);
+        ((FloatVector) F.vectorType().cast(c01)).intoArray(lanes, L);
+        ((FloatVector) F.vectorType().cast(c02)).intoArray(lanes, 2 * L);
+        ((FloatVector) F.vectorType().cast(c03)).intoArray(lanes, 3 * L);
+        ((FloatVector) F.vectorType().cast(c10)).intoArray(lanes, 4 * L);
+        ((FloatVector) F.vectorType().cast(c11)).intoArray(lanes, 5 * L);
+        ((FloatVector) F.vectorType().cast(c12)).intoArray(lanes, 6 * L);
+        ((FloatVector) F.vectorType().cast(c13)).intoArray(lanes, 7 * L);
+        ((FloatVector) F.vectorType().cast(c20)).intoArray(lanes, 8 * L);
+        ((FloatVector) F.vectorType().cast(c21)).intoArray(lanes, 9 * L);
+        ((FloatVector) F.vectorType().cast(c22)).intoArray(lanes, 10 * L);
+        ((FloatVector) F.vectorType().cast(c23)).intoArray(lanes, 11 * L);
+        ((FloatVector) F.vectorType().cast(c30)).intoArray(lanes, 12 * L);
+        ((FloatVector) F.vectorType().cast(c31)).intoArray(lanes, 13 * L);
+        ((FloatVector) F.vectorType().cast(c32)).intoArray(lanes, 14 * L);
+        ((FloatVector) F.vectorType().cast(c33)).intoArray(lanes, 15 * L);
         for (int r = 0; r < 4; r++) {
             int xr = xOff + r * n;
             for (int q = 0; q < 4; q++) {
