@@ -93,15 +93,15 @@ final class QuantizedLoops {
 
     /**
      * {@link #loop2Q4} where a block holds two groups ({@link QuantizedVector#span2}): the first group's scale on
-     * lanes [0, L/2), the second's on [L/2, L), read from the prologue's layout ({@code sb[q·groups + g]}, no repeat
-     * per block). The products and sums are those of {@link #loop2Q4}; only the scale vector is a blend of two
-     * broadcasts.
+     * lanes [0, L/2), the second's on [L/2, L), read from the prologue's layout ({@code sb[base + q·groups + g]},
+     * base 0: {@link QuantizedVector#scales}). The products and sums are those of {@link #loop2Q4}; only the scale
+     * vector is a blend of two broadcasts.
      */
-    static void loop2Q4Span2(MemorySegment seg, long b0, long d1, int n, int groups, float[] x,
+    static void loop2Q4Span2(MemorySegment seg, long b0, long d1, int n, int groups, int base, float[] x,
             int xOff, float[] sb, int q0, int count, float[] out, int outOff) {
         int blocks = n / (8 * L);
         long b1 = b0 + d1;
-        int s0 = q0 * groups;
+        int s0 = base + q0 * groups;
         int s1 = s0 + groups;
         FloatVector c0 = FloatVector.zero(F);
         FloatVector c1 = FloatVector.zero(F);
@@ -179,11 +179,11 @@ final class QuantizedLoops {
     }
 
     /** {@link #loop2Q4Span2} on a pair of rows repacked at load, a copy for the reason given at {@link #loop2Q4Packed}. */
-    static void loop2Q4Span2Packed(MemorySegment seg, long b0, int n, int groups, float[] x,
+    static void loop2Q4Span2Packed(MemorySegment seg, long b0, int n, int groups, int base, float[] x,
             int xOff, float[] sb, int q0, int count, float[] out, int outOff) {
         int blocks = n / (8 * L);
         long b1 = b0 + 4L * L;
-        int s0 = q0 * groups;
+        int s0 = base + q0 * groups;
         int s1 = s0 + groups;
         FloatVector c0 = FloatVector.zero(F);
         FloatVector c1 = FloatVector.zero(F);

@@ -1,7 +1,5 @@
 package io.tqserve.backend.cpu;
 
-import static io.tqserve.backend.cpu.VectorKernels.LANES;
-import static io.tqserve.backend.cpu.VectorKernels.LE;
 
 import io.tqserve.backend.DType;
 import io.tqserve.backend.GroupQuant;
@@ -10,7 +8,6 @@ import io.tqserve.backend.Matrix;
 import java.lang.foreign.MemorySegment;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
-import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
@@ -172,11 +169,13 @@ final class QuantizedVector {
 
     /**
      * Where the loops read the scales of block t of call row q: {@code sb[base + q·blocks + t]}. With one block per
-     * group that is the prologue's layout (base 0); with more, the scales are first repeated per block after the bias
-     * terms (base 4·groups + 4; sb must hold 4·groups + 4 + 4·blocks floats: {@link #scratchSize}).
+     * group that is the prologue's layout (base 0), and with two groups per block ({@link #span2}) too (the loop reads
+     * {@code sb[base + q·groups + 2t]} and the next); with more blocks than groups, the scales are first repeated per
+     * block after the bias terms (base 4·groups + 4; sb must hold 4·groups + 4 + 4·blocks floats:
+     * {@link #scratchSize}).
      */
     static int scales(float[] sb, int groups, int blocks) {
-        if (blocks == groups) {
+        if (blocks <= groups) {
             return 0;
         }
         int base = 4 * groups + 4;
@@ -230,16 +229,15 @@ final class QuantizedVector {
         long rb = q.rowBytes(n);
         int groups = n / q.groupSize();
         prologue(w, row, count, xsum, xsOff, sb);
-        boolean span2 = span2(q.bits(), q.groupSize());
-        int base = span2 ? 0 : scales(sb, groups, n / block(q.bits()));
+        int base = scales(sb, groups, n / block(q.bits()));
         long b0 = rb * row;
         long d1 = rb * (row + Math.min(1, count - 1)) - b0;
         long b2 = rb * (row + Math.min(2, count - 1));
         long d3 = rb * (row + Math.min(3, count - 1)) - b2;
-        if (span2) {
-            QuantizedLoops.loop2Q4Span2(w.data(), b0, d1, n, groups, x, xOff, sb, 0, count, out, outOff);
+        if (span2(q.bits(), q.groupSize())) {
+            QuantizedLoops.loop2Q4Span2(w.data(), b0, d1, n, groups, base, x, xOff, sb, 0, count, out, outOff);
             if (count > 2) {
-                QuantizedLoops.loop2Q4Span2(w.data(), b2, d3, n, groups, x, xOff, sb, 2, count, out, outOff);
+                QuantizedLoops.loop2Q4Span2(w.data(), b2, d3, n, groups, base, x, xOff, sb, 2, count, out, outOff);
             }
         } else if (q.bits() == 4) {
             QuantizedLoops.loop2Q4(w.data(), b0, d1, n, groups, base, x, xOff, sb, 0, count, out, outOff);
@@ -261,13 +259,12 @@ final class QuantizedVector {
     static void matvecPacked(QuantizedPack p, int bits, int row, int n, float[] x, int xOff, float[] xsum,
             int xsOff, float[] sb, float[] out, int outOff) {
         int groups = p.prologue(row, n, xsum, xsOff, sb);
-        boolean span2 = span2(bits, p.groupSize());
-        int base = span2 ? 0 : scales(sb, groups, n / block(bits));
+        int base = scales(sb, groups, n / block(bits));
         long pairA = row * p.rowBytes();
         long pairB = pairA + 2 * p.rowBytes();
-        if (span2) {
-            QuantizedLoops.loop2Q4Span2Packed(p.codes(), pairA, n, groups, x, xOff, sb, 0, 4, out, outOff);
-            QuantizedLoops.loop2Q4Span2Packed(p.codes(), pairB, n, groups, x, xOff, sb, 2, 4, out, outOff);
+        if (span2(bits, p.groupSize())) {
+            QuantizedLoops.loop2Q4Span2Packed(p.codes(), pairA, n, groups, base, x, xOff, sb, 0, 4, out, outOff);
+            QuantizedLoops.loop2Q4Span2Packed(p.codes(), pairB, n, groups, base, x, xOff, sb, 2, 4, out, outOff);
         } else if (bits == 4) {
             QuantizedLoops.loop2Q4Packed(p.codes(), pairA, n, groups, base, x, xOff, sb, 0, 4, out, outOff);
             QuantizedLoops.loop2Q4Packed(p.codes(), pairB, n, groups, base, x, xOff, sb, 2, 4, out, outOff);
