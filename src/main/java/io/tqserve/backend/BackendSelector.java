@@ -81,6 +81,17 @@ public final class BackendSelector {
 
     static Selection select(Type type, int threads, String setting, Map<String, String> env, List<Path> dirs,
             MlxOptions mlxOptions) {
+        Selection s = choose(type, threads, setting, env, dirs, mlxOptions);
+        if (mlxOptions.turboKernel() == MlxOptions.TurboKernel.METAL && !(s.backend() instanceof MlxBackend)) {
+            s.backend().close();
+            throw new IllegalStateException("tqserve.backend.mlx.turbo-kernel=metal needs the mlx backend on a Metal "
+                    + "device, but " + s.reason() + "; use tqserve.backend.mlx.turbo-kernel=ops");
+        }
+        return s;
+    }
+
+    private static Selection choose(Type type, int threads, String setting, Map<String, String> env, List<Path> dirs,
+            MlxOptions mlxOptions) {
         if (type == Type.CPU) {
             CpuBackend cpu = CpuBackend.create(threads);
             return new Selection(cpu, "backend cpu (requested): " + cpu.describe());

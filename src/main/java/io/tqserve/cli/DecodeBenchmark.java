@@ -41,7 +41,7 @@ final class DecodeBenchmark {
     static int run(String[] args) throws Exception {
         CliArgs a = new CliArgs(args, 2, Set.of("--model", "--prompt-tokens", "--decode-tokens", "--threads", "--kv",
                 "--contexts", "--repeat", "--max-context", "--weights", "--backend", "--mlx-library", "--mlx-dtype",
-                "--synthetic-dir"),
+                "--mlx-turbo-kernel", "--synthetic-dir"),
                 Set.of("--synthetic", "--no-sweep", "--no-batched"));
         List<Integer> weights = parseWeights(a.get("--weights", "bf16"));
         KvScheme kv = KvScheme.parse(a.get("--kv", "turbo:k8v3"));
@@ -54,7 +54,8 @@ final class DecodeBenchmark {
         int decodeTokens = a.getInt("--decode-tokens", 64);
         BackendSelector.Selection selection = BackendSelector.select(a.get("--backend", "cpu"), a.getInt("--threads", 0),
                 a.get("--mlx-library", null), MlxOptions.DEFAULTS.withDtype(MlxOptions.Dtype.parse(
-                        a.get("--mlx-dtype", "native"))));
+                        a.get("--mlx-dtype", "native"))).withTurboKernel(MlxOptions.TurboKernel.parse(
+                        a.get("--mlx-turbo-kernel", "ops"))));
         try (ComputeBackend backend = selection.backend()) {
             System.out.println("backend: " + backend.describe());
             Ceilings mem = new Ceilings(MemoryBandwidth.read(backend), MemoryBandwidth.copy(), !a.has("--no-batched"));

@@ -20,7 +20,7 @@ import tools.jackson.databind.json.JsonMapper;
 /**
  * {@code ./tqserve eval kv-curve [--model DIR] [--schemes LIST] [--prompts FILE] [--prompt-tokens 128]
  * [--decode-steps 128] [--out DIR] [--turbo-path fused|deferred|dequant] [--threads N] [--backend cpu|mlx|auto]
- * [--mlx-library FILE] [--mlx-dtype native|float32]}: the KV-scheme quality curve
+ * [--mlx-library FILE] [--mlx-dtype native|float32] [--mlx-turbo-kernel ops|metal]}: the KV-scheme quality curve
  * ({@link KvCurve}), written as kv-curve.md, kv-curve.json and kv-curve.png in the output folder (default
  * target/kv-curve). Progress goes to stderr.
  */
@@ -29,7 +29,7 @@ final class EvalCommand {
             usage: tqserve eval kv-curve [--model DIR] [--schemes LIST] [--prompts FILE] [--prompt-tokens 128]
                                          [--decode-steps 128] [--out DIR] [--turbo-path fused|deferred|dequant]
                                          [--threads N] [--backend cpu|mlx|auto] [--mlx-library FILE]
-                                         [--mlx-dtype native|float32]
+                                         [--mlx-dtype native|float32] [--mlx-turbo-kernel ops|metal]
                    tqserve eval weight-curve [--model DIR] [--arms bf16/bf16,8/bf16,4/bf16,4r/bf16,4/turbo:k8v3]
                                          [--group-size 64] [--seed N] [--prompts FILE] [--prompt-tokens 128]
                                          [--decode-steps 128] [--threads N]
@@ -53,7 +53,8 @@ final class EvalCommand {
         }
         System.setProperty("java.awt.headless", "true");
         CliArgs a = new CliArgs(args, 2, Set.of("--model", "--schemes", "--prompts", "--prompt-tokens", "--decode-steps",
-                "--out", "--turbo-path", "--threads", "--backend", "--mlx-library", "--mlx-dtype"), Set.of());
+                "--out", "--turbo-path", "--threads", "--backend", "--mlx-library", "--mlx-dtype",
+                "--mlx-turbo-kernel"), Set.of());
         Path modelDir = Path.of(a.get("--model", TqserveMain.DEFAULT_MODEL));
         List<KvScheme> schemes = new ArrayList<>();
         for (String s : a.get("--schemes", DEFAULT_SCHEMES).split(",")) {
@@ -70,7 +71,8 @@ final class EvalCommand {
         List<String> texts = readPrompts(promptsArg);
         BackendSelector.Selection selection = BackendSelector.select(a.get("--backend", "cpu"), a.getInt("--threads", 0),
                 a.get("--mlx-library", null), MlxOptions.DEFAULTS.withDtype(MlxOptions.Dtype.parse(
-                        a.get("--mlx-dtype", "native"))));
+                        a.get("--mlx-dtype", "native"))).withTurboKernel(MlxOptions.TurboKernel.parse(
+                        a.get("--mlx-turbo-kernel", "ops"))));
         try (ComputeBackend backend = selection.backend();
                 Model model = Model.load(modelDir, backend)) {
             if (promptTokens + decodeSteps > model.config().maxPositions()) {

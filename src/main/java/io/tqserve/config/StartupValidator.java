@@ -2,7 +2,9 @@ package io.tqserve.config;
 
 import io.tqserve.backend.BackendSelector;
 import io.tqserve.backend.cpu.CpuBackend;
+import io.tqserve.backend.mlx.MlxOptions;
 import io.tqserve.backend.mlx.ffm.Mlx;
+import io.tqserve.backend.mlx.ffm.MlxMetalKernel;
 import io.tqserve.engine.Lane;
 import io.tqserve.kv.KvLayout;
 import io.tqserve.kv.KvScheme;
@@ -41,6 +43,7 @@ public final class StartupValidator {
     public static Plan validate(TqserveProperties p) {
         p.backend().mlx().options(); // the MLX limits parse, or startup fails naming the key
         String backend = checkBackend(p.backend());
+        checkTurboKernel(p.backend(), backend);
         Path dir = Path.of(p.model().path());
         if (!Files.isDirectory(dir)) {
             throw new StartupValidationException("model folder " + dir.toAbsolutePath()
@@ -136,6 +139,25 @@ public final class StartupValidator {
      * Resolves the backend the loader will create: cpu, or mlx when an MLX-C library is found and loads (for
      * {@code auto}; {@code mlx} without one fails here, naming every place looked at).
      */
+    /** turbo-kernel=metal runs only on the mlx backend with a Metal device: refused here otherwise. */
+    private static void checkTurboKernel(TqserveProperties.Backend b, String backend) {
+        if (b.mlx().turboKernel() != MlxOptions.TurboKernel.METAL) {
+            return;
+        }
+        String fix = "; set tqserve.backend.mlx.turbo-kernel=ops";
+        if (!backend.equals("mlx")) {
+            throw new StartupValidationException("tqserve.backend.mlx.turbo-kernel=metal needs the mlx backend on a "
+                    + "Metal device, but the backend is cpu (tqserve.backend.type=" + b.type().name().toLowerCase(
+                            java.util.Locale.ROOT) + ")" + fix);
+        }
+        Mlx mlx = Mlx.open(BackendSelector.discover(b.mlx().library(), System.getenv(), BackendSelector.DEFAULT_DIRS)
+                .library().orElseThrow());
+        if (!MlxMetalKernel.metalAvailable(mlx)) {
+            throw new StartupValidationException("tqserve.backend.mlx.turbo-kernel=metal needs a Metal device, but "
+                    + mlx.libraryFile() + " runs MLX on " + mlx.device() + " without Metal" + fix);
+        }
+    }
+
     private static String checkBackend(TqserveProperties.Backend b) {
         boolean vectorOff = "false".equalsIgnoreCase(System.getProperty(CpuBackend.VECTOR_PROPERTY, "true"));
         if (!vectorOff && !CpuBackend.vectorApiPresent()) {

@@ -56,10 +56,13 @@ public record TqserveProperties(@Valid @DefaultValue Model model, @Valid @Defaul
      * @param cacheLimit   most bytes of freed buffers MLX keeps for reuse; empty = MLX's default (its memory limit)
      * @param prefillChunk prompt tokens one sequence prefills per batched-lane step on MLX (instead of
      *                     tqserve.lanes.batched.prefill-chunk)
+     * @param turboKernel  ops (MLX operations, every device) | metal (custom Metal kernels for decode-step attention
+     *                     over a device TurboQuant cache; refused at startup without a Metal device)
      */
     public record Mlx(@DefaultValue("") String library, @DefaultValue("native") @NotNull MlxOptions.Dtype dtype,
             @DefaultValue("recommended") @NotNull String wiredLimit, @DefaultValue("") String cacheLimit,
-            @DefaultValue("2048") @Min(1) int prefillChunk) {
+            @DefaultValue("2048") @Min(1) int prefillChunk,
+            @DefaultValue("ops") @NotNull MlxOptions.TurboKernel turboKernel) {
 
         /** The backend options; a limit that is not a size fails naming its key. */
         public MlxOptions options() {
@@ -67,7 +70,7 @@ public record TqserveProperties(@Valid @DefaultValue Model model, @Valid @Defaul
                     : size(wiredLimit, "tqserve.backend.mlx.wired-limit", "recommended, 0 or a size such as 24GB");
             long cache = cacheLimit == null || cacheLimit.isBlank() ? MlxOptions.MLX_DEFAULT
                     : size(cacheLimit, "tqserve.backend.mlx.cache-limit", "empty or a size such as 2GB");
-            return new MlxOptions(dtype, wired, cache);
+            return new MlxOptions(dtype, wired, cache, turboKernel);
         }
 
         private static long size(String value, String key, String expected) {

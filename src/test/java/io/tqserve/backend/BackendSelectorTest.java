@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.tqserve.backend.mlx.MlxOptions;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -91,6 +92,20 @@ class BackendSelectorTest {
             assertEquals("cpu", backend.name());
             assertTrue(auto.reason().contains("failed to load"), auto.reason());
         }
+    }
+
+    /** turbo-kernel=metal is refused whenever the backend would not be MLX: requested cpu, or auto falling back. */
+    @Test
+    void theMetalTurboKernelIsRefusedWithoutTheMlxBackend(@TempDir Path tmp) {
+        MlxOptions metal = MlxOptions.DEFAULTS.withTurboKernel(MlxOptions.TurboKernel.METAL);
+        IllegalStateException cpu = assertThrows(IllegalStateException.class, () -> BackendSelector.select(
+                BackendSelector.Type.CPU, 1, null, Map.of(), List.of(), metal));
+        assertTrue(cpu.getMessage().startsWith("tqserve.backend.mlx.turbo-kernel=metal needs the mlx backend on a "
+                + "Metal device, but backend cpu (requested)"), cpu.getMessage());
+        assertTrue(cpu.getMessage().endsWith("; use tqserve.backend.mlx.turbo-kernel=ops"), cpu.getMessage());
+        IllegalStateException auto = assertThrows(IllegalStateException.class, () -> BackendSelector.select(
+                BackendSelector.Type.AUTO, 1, null, Map.of(), List.of(tmp.resolve("none")), metal));
+        assertTrue(auto.getMessage().contains("but backend auto -> cpu: no MLX-C library"), auto.getMessage());
     }
 
     @Test

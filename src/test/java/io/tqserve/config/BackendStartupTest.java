@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.tqserve.backend.BackendSelector;
 import io.tqserve.backend.mlx.MlxTestLibrary;
+import io.tqserve.backend.mlx.ffm.MlxMetalKernel;
 import io.tqserve.routing.ServingRuntime;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -14,7 +15,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 
-/** tqserve.backend.type and tqserve.backend.mlx.library at startup. */
+/** tqserve.backend.type, tqserve.backend.mlx.library and tqserve.backend.mlx.turbo-kernel at startup. */
 class BackendStartupTest {
     final ApplicationContextRunner runner = new ApplicationContextRunner()
             .withUserConfiguration(ServingConfiguration.class);
@@ -59,6 +60,33 @@ class BackendStartupTest {
                     .isInstanceOf(StartupValidationException.class)
                     .hasMessage("tqserve.backend.mlx.wired-limit=lots is not recommended, 0 or a size such as 24GB");
         });
+    }
+
+    @Test
+    void theMetalTurboKernelOnTheCpuBackendFailsStartupNamingTheKey() {
+        runner.withPropertyValues("tqserve.backend.type=cpu", "tqserve.backend.mlx.turbo-kernel=metal").run(ctx -> {
+            assertThat(ctx).hasFailed();
+            assertThat(StartupValidationTest.rootCause(ctx.getStartupFailure()))
+                    .isInstanceOf(StartupValidationException.class)
+                    .hasMessage("tqserve.backend.mlx.turbo-kernel=metal needs the mlx backend on a Metal device, but "
+                            + "the backend is cpu (tqserve.backend.type=cpu); set tqserve.backend.mlx.turbo-kernel=ops");
+        });
+    }
+
+    @Test
+    @Tag("mlx")
+    void theMetalTurboKernelWithoutMetalFailsStartupNamingTheKey() {
+        var mlx = MlxTestLibrary.open();
+        Assumptions.assumeFalse(MlxMetalKernel.metalAvailable(mlx), "Metal is present: the setting is honoured");
+        runner.withPropertyValues("tqserve.backend.type=mlx", "tqserve.backend.mlx.library=" + mlx.libraryFile(),
+                "tqserve.backend.mlx.turbo-kernel=metal").run(ctx -> {
+                    assertThat(ctx).hasFailed();
+                    assertThat(StartupValidationTest.rootCause(ctx.getStartupFailure()))
+                            .isInstanceOf(StartupValidationException.class)
+                            .hasMessageStartingWith("tqserve.backend.mlx.turbo-kernel=metal needs a Metal device, but "
+                                    + mlx.libraryFile() + " runs MLX on Device(cpu")
+                            .hasMessageEndingWith("without Metal; set tqserve.backend.mlx.turbo-kernel=ops");
+                });
     }
 
     @Test

@@ -11,6 +11,8 @@ import io.tqserve.backend.cpu.CpuBackend;
 import io.tqserve.backend.mlx.ffm.Mlx;
 import io.tqserve.backend.mlx.ffm.MlxArray;
 import io.tqserve.backend.mlx.ffm.MlxDtype;
+import io.tqserve.backend.mlx.ffm.MlxException;
+import io.tqserve.backend.mlx.ffm.MlxMetalKernel;
 import io.tqserve.backend.mlx.ffm.MlxScope;
 import java.nio.file.Path;
 import java.util.IdentityHashMap;
@@ -40,6 +42,7 @@ public final class MlxBackend implements ComputeBackend {
     final ReentrantLock lock = new ReentrantLock(true);
     private final Map<Matrix, MlxLinear> deviceWeights = new IdentityHashMap<>(); // Matrix -> the decoder's arrays
     private final long wiredLimit;
+    private final MlxTurboMetal turboMetal; // null: turbo-kernel=ops
 
     /** Applies the options' wired and cache limits to MLX (process-wide settings of the runtime). */
     public MlxBackend(Mlx mlx, CpuBackend cpu, MlxOptions options) {
@@ -55,6 +58,26 @@ public final class MlxBackend implements ComputeBackend {
         if (options.cacheLimit() != MlxOptions.MLX_DEFAULT) {
             mlx.setCacheLimit(options.cacheLimit());
         }
+        this.turboMetal = options.turboKernel() == MlxOptions.TurboKernel.METAL ? openTurboMetal(mlx) : null;
+    }
+
+    /** The Metal kernels for turbo-kernel=metal; refused, naming the setting, where MLX has no Metal device. */
+    private static MlxTurboMetal openTurboMetal(Mlx mlx) {
+        String setting = "tqserve.backend.mlx.turbo-kernel=metal";
+        if (!MlxMetalKernel.metalAvailable(mlx)) {
+            throw new IllegalStateException(setting + " needs MLX on a Metal device, and " + mlx.libraryFile()
+                    + " runs on " + mlx.device() + " without Metal; use tqserve.backend.mlx.turbo-kernel=ops");
+        }
+        try {
+            return new MlxTurboMetal(mlx);
+        } catch (MlxException e) {
+            throw new IllegalStateException(setting + ": MLX refused the kernels: " + e.getMessage(), e);
+        }
+    }
+
+    /** The Metal kernels of decode-step TurboQuant attention, or null for the ops path. */
+    MlxTurboMetal turboMetal() {
+        return turboMetal;
     }
 
     /**
@@ -63,7 +86,13 @@ public final class MlxBackend implements ComputeBackend {
      */
     public static MlxBackend open(Path library, int threads, MlxOptions options) {
         Mlx mlx = Mlx.open(library);
-        return new MlxBackend(mlx, CpuBackend.create(threads), options);
+        CpuBackend cpu = CpuBackend.create(threads);
+        try {
+            return new MlxBackend(mlx, cpu, options);
+        } catch (RuntimeException e) {
+            cpu.close();
+            throw e;
+        }
     }
 
     public Mlx mlx() {
@@ -216,6 +245,9 @@ public final class MlxBackend implements ComputeBackend {
                 deviceWeights.clear();
             }
             cpu.close();
+            if (turboMetal != null) {
+                turboMetal.close();
+            }
         } finally {
             lock.unlock();
         }

@@ -10,8 +10,9 @@ import java.util.Locale;
  *                   (mlx-lm's default), 0 = none
  * @param cacheLimit most bytes of freed buffers MLX keeps for reuse: {@link #MLX_DEFAULT} = MLX's own (its memory
  *                   limit), 0 = none
+ * @param turboKernel how decode steps attend over a device TurboQuant cache
  */
-public record MlxOptions(Dtype dtype, long wiredLimit, long cacheLimit) {
+public record MlxOptions(Dtype dtype, long wiredLimit, long cacheLimit, TurboKernel turboKernel) {
     /** {@code wiredLimit}: the device's recommended working set. */
     public static final long RECOMMENDED = -1;
     /** {@code cacheLimit}: leave MLX's default. */
@@ -20,9 +21,17 @@ public record MlxOptions(Dtype dtype, long wiredLimit, long cacheLimit) {
     /** The defaults: native dtype, wired limit = recommended working set, MLX's cache limit. */
     public static final MlxOptions DEFAULTS = new MlxOptions(Dtype.NATIVE, RECOMMENDED, MLX_DEFAULT);
 
+    /** The given dtype and limits with the ops path for TurboQuant attention. */
+    public MlxOptions(Dtype dtype, long wiredLimit, long cacheLimit) {
+        this(dtype, wiredLimit, cacheLimit, TurboKernel.OPS);
+    }
+
     public MlxOptions {
         if (dtype == null) {
             throw new IllegalArgumentException("tqserve.backend.mlx.dtype must be native or float32");
+        }
+        if (turboKernel == null) {
+            throw new IllegalArgumentException("tqserve.backend.mlx.turbo-kernel must be ops or metal");
         }
         if (wiredLimit < RECOMMENDED || cacheLimit < MLX_DEFAULT) {
             throw new IllegalArgumentException("MLX limits must be sizes >= 0");
@@ -30,7 +39,35 @@ public record MlxOptions(Dtype dtype, long wiredLimit, long cacheLimit) {
     }
 
     public MlxOptions withDtype(Dtype d) {
-        return new MlxOptions(d, wiredLimit, cacheLimit);
+        return new MlxOptions(d, wiredLimit, cacheLimit, turboKernel);
+    }
+
+    public MlxOptions withTurboKernel(TurboKernel k) {
+        return new MlxOptions(dtype, wiredLimit, cacheLimit, k);
+    }
+
+    /** {@code tqserve.backend.mlx.turbo-kernel}: how a decode step attends over a device TurboQuant cache. */
+    public enum TurboKernel {
+        /** MLX operations in blocks of tokens ({@code MlxTurboAttention}): every device, the reference. */
+        OPS,
+        /**
+         * Two custom Metal kernels read the packed cache where it lies ({@code MlxTurboMetal}); needs a Metal
+         * device, refused at startup elsewhere. Prefill chunks keep the ops path.
+         */
+        METAL;
+
+        public static TurboKernel parse(String s) {
+            return switch (s == null ? "ops" : s.trim().toLowerCase(Locale.ROOT)) {
+                case "ops", "" -> OPS;
+                case "metal" -> METAL;
+                default -> throw new IllegalArgumentException(
+                        "tqserve.backend.mlx.turbo-kernel=" + s + " is not one of ops, metal");
+            };
+        }
+
+        public String wireName() {
+            return name().toLowerCase(Locale.ROOT);
+        }
     }
 
     /** {@code tqserve.backend.mlx.dtype}. */

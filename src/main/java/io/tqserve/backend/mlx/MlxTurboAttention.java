@@ -23,7 +23,9 @@ import java.util.List;
  * </ul>
  *
  * The bf16 prefix (quantizedKvStart) is attended in plain float32. Query heads sharing a KV head (GQA) are
- * stacked as rows of one matmul against their KV head's codes, so the cache is read once per KV head.
+ * stacked as rows of one matmul against their KV head's codes, so the cache is read once per KV head. With
+ * {@code tqserve.backend.mlx.turbo-kernel=metal} a decode step's scores and rotated-domain sums over the quantized
+ * tokens come from {@link MlxTurboMetal}'s kernels instead of the blocks; the rest is the same.
  */
 final class MlxTurboAttention {
     /** Quantized tokens read per block. */
@@ -33,9 +35,12 @@ final class MlxTurboAttention {
     private final float scale;
     private final float[] signs;
     private final float[] centroids;
+    private final MlxTurboMetal metal; // null: ops only
 
-    MlxTurboAttention(DeviceTurboSpec spec) {
+    /** metal: the Metal kernels for decode steps, or null for the ops path everywhere. */
+    MlxTurboAttention(DeviceTurboSpec spec, MlxTurboMetal metal) {
         this.spec = spec;
+        this.metal = metal;
         this.scale = (float) (1.0 / Math.sqrt(spec.headDim()));
         this.signs = spec.signs().clone();
         this.centroids = spec.centroids().clone();
@@ -60,7 +65,11 @@ final class MlxTurboAttention {
         int groups = spec.groups();
         MlxArray qg = s.transpose(s.reshape(qf, kvHeads, m, groups, DeviceTurboSpec.GROUP), 0, 2, 1, 3); // (H, G, m, 32)
         MlxArray qSum = s.sum(qg, 3, true); // (H, G, m, 1)
-        for (int b = 0; b < nQ; b += BLOCK) {
+        boolean kernels = metal != null && rows == 1 && nQ > 0; // decode steps only: no causal mask inside a kernel
+        if (kernels) {
+            scoreParts.add(metal.scores(s, spec, c, layer, qf, m, nQ));
+        }
+        for (int b = 0; !kernels && b < nQ; b += BLOCK) {
             int e = Math.min(nQ, b + BLOCK);
             scoreParts.add(blockScores(s, c, layer, qg, qSum, b, e));
         }
@@ -77,8 +86,9 @@ final class MlxTurboAttention {
             out = s.matmul(wp, c.prefixRows(s, c.prefixValues(layer), nP));
         }
         if (nQ > 0) {
-            MlxArray rotated = null;
-            for (int b = 0; b < nQ; b += BLOCK) {
+            MlxArray rotated = !kernels ? null : metal.valuesRotated(s, spec, c, layer,
+                    s.slice(w, new int[] {0, 0, nP}, new int[] {kvHeads, m, n}), s.fromFloats(centroids, centroids.length), m);
+            for (int b = 0; !kernels && b < nQ; b += BLOCK) {
                 int e = Math.min(nQ, b + BLOCK);
                 MlxArray wb = s.slice(w, new int[] {0, 0, nP + b}, new int[] {kvHeads, m, nP + e});
                 MlxArray acc = s.matmul(wb, blockValuesRotated(s, c, layer, b, e));

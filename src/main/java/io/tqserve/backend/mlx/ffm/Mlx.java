@@ -23,6 +23,7 @@ public final class Mlx {
     final MlxLibrary lib;
     final MlxNative n;
     final MlxOpsNative ops;
+    private volatile MlxMetalNative metal; // custom Metal kernels' handles, looked up on first use
     private final Arena arena = Arena.ofShared(); // the device handle; never closed (process lifetime)
     private final MemorySegment device;           // mlx_device, the default device
     private final String version;
@@ -60,6 +61,21 @@ public final class Mlx {
             throw new MlxException(file + " is built on MLX " + mlxVersion + "; tqserve needs MLX-C 0.4 or newer "
                     + "(MLX 0.30 or newer)");
         }
+    }
+
+    /** The handles of MLX's custom-kernel API ({@link MlxMetalKernel}), looked up on first use. */
+    MlxMetalNative metal() {
+        MlxMetalNative m = metal;
+        if (m == null) {
+            synchronized (this) {
+                m = metal;
+                if (m == null) {
+                    m = new MlxMetalNative(lib);
+                    metal = m;
+                }
+            }
+        }
+        return m;
     }
 
     /** Opens (once per file) the MLX-C library at {@code libraryFile}. */

@@ -247,7 +247,8 @@ public final class MlxScope extends MlxOps implements AutoCloseable {
         }
     }
 
-    private MemorySegment vector(MlxArray... arrays) {
+    /** An mlx_vector_array of the arrays' handles (free with {@link #freeVector}). */
+    MemorySegment vector(MlxArray... arrays) {
         MemorySegment data = arena.allocate(MlxLibrary.ARRAY, arrays.length);
         for (int i = 0; i < arrays.length; i++) {
             MemorySegment.copy(arrays[i].struct(), 0, data, (long) i * MlxLibrary.ARRAY.byteSize(),
@@ -263,7 +264,7 @@ public final class MlxScope extends MlxOps implements AutoCloseable {
         }
     }
 
-    private void freeVector(MemorySegment vec) {
+    void freeVector(MemorySegment vec) {
         try {
             MlxErrors.check((int) mlx.n.vectorArrayFree.invokeExact(vec), "mlx_vector_array_free");
         } catch (Throwable t) {
