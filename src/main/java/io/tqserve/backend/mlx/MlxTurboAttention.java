@@ -62,16 +62,17 @@ final class MlxTurboAttention {
         if (nP > 0) {
             scoreParts.add(s.matmul(qf, s.transpose(c.prefixRows(s, c.prefixKeys(layer), nP), 0, 2, 1)));
         }
-        int groups = spec.groups();
-        MlxArray qg = s.transpose(s.reshape(qf, kvHeads, m, groups, DeviceTurboSpec.GROUP), 0, 2, 1, 3); // (H, G, m, 32)
-        MlxArray qSum = s.sum(qg, 3, true); // (H, G, m, 1)
         boolean kernels = metal != null && rows == 1 && nQ > 0; // decode steps only: no causal mask inside a kernel
         if (kernels) {
             scoreParts.add(metal.scores(s, spec, c, layer, qf, m, nQ));
-        }
-        for (int b = 0; !kernels && b < nQ; b += BLOCK) {
-            int e = Math.min(nQ, b + BLOCK);
-            scoreParts.add(blockScores(s, c, layer, qg, qSum, b, e));
+        } else if (nQ > 0) {
+            int groups = spec.groups();
+            MlxArray qg = s.transpose(s.reshape(qf, kvHeads, m, groups, DeviceTurboSpec.GROUP), 0, 2, 1, 3); // (H, G, m, 32)
+            MlxArray qSum = s.sum(qg, 3, true); // (H, G, m, 1)
+            for (int b = 0; b < nQ; b += BLOCK) {
+                int e = Math.min(nQ, b + BLOCK);
+                scoreParts.add(blockScores(s, c, layer, qg, qSum, b, e));
+            }
         }
         MlxArray scores = s.multiply(scoreParts.size() == 1 ? scoreParts.get(0)
                 : s.concatenate(2, scoreParts.toArray(MlxArray[]::new)), s.scalar(scale)); // (H, m, n)
