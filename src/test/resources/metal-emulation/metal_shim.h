@@ -22,4 +22,9 @@ namespace metal {
 inline float fma(float a, float b, float c) {
     return std::fma(a, b, c);
 }
+
+template <typename T>
+inline T min(T a, T b) {
+    return a < b ? a : b;
+}
 }  // namespace metal

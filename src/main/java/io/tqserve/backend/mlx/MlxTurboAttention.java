@@ -88,7 +88,8 @@ final class MlxTurboAttention {
         }
         if (nQ > 0) {
             MlxArray rotated = !kernels ? null : metal.valuesRotated(s, spec, c, layer,
-                    s.slice(w, new int[] {0, 0, nP}, new int[] {kvHeads, m, n}), s.fromFloats(centroids, centroids.length), m);
+                    s.slice(w, new int[] {0, 0, nP}, new int[] {kvHeads, m, n}), s.fromFloats(centroids, centroids.length), m,
+                    nQ);
             for (int b = 0; !kernels && b < nQ; b += BLOCK) {
                 int e = Math.min(nQ, b + BLOCK);
                 MlxArray wb = s.slice(w, new int[] {0, 0, nP + b}, new int[] {kvHeads, m, nP + e});

@@ -20,9 +20,10 @@ import java.util.List;
  *   <li>{@link #SCORES_SOURCE}: one thread per (token, query row, KV head) unpacks the token's key codes from the
  *       LSB-first bitstream ({@code docs/kv-format.md}) and computes Σ_g scale_g·(q_g·codes_g + zero_g·Σq_g), the
  *       factoring of the ops path.</li>
- *   <li>{@link #VALUES_SOURCE}: one thread per (rotated dimension, query row, KV head) sums
- *       w_t·(c[code_t]·scale_t) over the tokens, the rotated-domain value sum; the inverse Hadamard transform, the
- *       sign flip, the softmax and the bf16 prefix stay ops ({@link MlxTurboAttention}).</li>
+ *   <li>{@link #VALUES_SOURCE}: one thread per (rotated dimension, query row, KV head, chunk of {@link #CHUNK}
+ *       tokens) sums w_t·(c[code_t]·scale_t) over its chunk; the chunks' partial sums are added by an op, giving the
+ *       rotated-domain value sum; the inverse Hadamard transform, the sign flip, the softmax and the bf16 prefix stay
+ *       ops ({@link MlxTurboAttention}).</li>
  * </ul>
  *
  * Both compute in float32 from the fp16 scales and zeros, as the ops path does; the sums run in token (or element)
@@ -71,13 +72,19 @@ final class MlxTurboMetal implements AutoCloseable {
             scores[(h * m + r) * n + t] = acc;
             """;
 
-    /** Body of {@code tq_values}: template D, VB (value bits); grid (D, m, H) → rotated sums (H, m, D). */
+    /**
+     * Body of {@code tq_values}: template D, VB (value bits), CHUNK (tokens per thread); grid (D, m, H·chunks) →
+     * partial rotated sums (chunks, H, m, D), chunk c summing tokens [c·CHUNK, (c+1)·CHUNK) in order.
+     */
     static final String VALUES_SOURCE = """
             uint j = thread_position_in_grid.x;
             uint r = thread_position_in_grid.y;
-            uint h = thread_position_in_grid.z;
             uint m = threads_per_grid.y;
             uint n = uint(w_shape[2]);
+            uint chunks = (n + CHUNK - 1) / CHUNK;
+            uint heads = threads_per_grid.z / chunks;
+            uint h = thread_position_in_grid.z / chunks;
+            uint c = thread_position_in_grid.z % chunks;
             uint capacity = uint(vc_shape[2]);
             const device float* wr = w + (h * m + r) * n;
             uint bit = j * VB;
@@ -85,8 +92,9 @@ final class MlxTurboMetal implements AutoCloseable {
             uint shift = bit & 7u;
             bool straddles = shift + VB > 8;
             uint mask = (1u << VB) - 1u;
+            uint end = metal::min(n, (c + 1) * CHUNK);
             float acc = 0.0f;
-            for (uint t = 0; t < n; t++) {
+            for (uint t = c * CHUNK; t < end; t++) {
                 uint entry = h * capacity + t;
                 const device uint8_t* codes = vc + entry * (D * VB / 8);
                 uint word = uint(codes[at]);
@@ -96,8 +104,11 @@ final class MlxTurboMetal implements AutoCloseable {
                 float v = cent[(word >> shift) & mask] * float(vs[entry * (D / 32) + j / 32]);
                 acc = metal::fma(wr[t], v, acc);
             }
-            out[(h * m + r) * D + j] = acc;
+            out[((c * heads + h) * m + r) * D + j] = acc;
             """;
+
+    /** Tokens one thread of {@code tq_values} sums: a chunk per thread keeps long contexts spread over the GPU. */
+    static final int CHUNK = 256;
 
     /** Threads per threadgroup along x (MLX clamps it to the grid). */
     private static final int GROUP = 256;
@@ -128,14 +139,20 @@ final class MlxTurboMetal implements AutoCloseable {
                         TemplateArg.of("KB", spec.kBits()), TemplateArg.of("KSIGNED", spec.kSigned())))[0];
     }
 
-    /** Rotated-domain sums (H, m, D) of softmax weights w (H, m, n) over the first n quantized tokens' values. */
-    MlxArray valuesRotated(MlxScope s, DeviceTurboSpec spec, MlxTurboKvCache c, int layer, MlxArray w, MlxArray centroids, int m) {
+    /**
+     * Rotated-domain sums (H, m, D) of softmax weights w (H, m, n) over the first n quantized tokens' values: the
+     * kernel's per-chunk partial sums, added over the chunks.
+     */
+    MlxArray valuesRotated(MlxScope s, DeviceTurboSpec spec, MlxTurboKvCache c, int layer, MlxArray w,
+            MlxArray centroids, int m, int n) {
         int h = spec.numKvHeads();
         int d = spec.headDim();
-        return values.apply(s, List.of(w, c.valueCodes(layer), c.valueScales(layer), centroids),
-                List.of(new Output(new int[] {h, m, d}, MlxDtype.FLOAT32)), new int[] {d, m, h},
+        int chunks = (n + CHUNK - 1) / CHUNK;
+        MlxArray partial = values.apply(s, List.of(w, c.valueCodes(layer), c.valueScales(layer), centroids),
+                List.of(new Output(new int[] {chunks, h, m, d}, MlxDtype.FLOAT32)), new int[] {d, m, h * chunks},
                 new int[] {Math.min(GROUP, d), 1, 1}, List.of(TemplateArg.of("D", d),
-                        TemplateArg.of("VB", spec.vBits())))[0];
+                        TemplateArg.of("VB", spec.vBits()), TemplateArg.of("CHUNK", CHUNK)))[0];
+        return chunks == 1 ? s.reshape(partial, h, m, d) : s.sum(partial, 0, false);
     }
 
     @Override

@@ -22,7 +22,8 @@ import org.junit.jupiter.params.provider.CsvSource;
  * cache section laid out as {@link MlxTurboKvCache} holds it (KV heads × capacity × section width, the first n
  * tokens written, the rest of the capacity filled with other codes the kernels must not read), the scores equal
  * Σ q·k̂ of the Java-decoded keys and the rotated sums equal Σ w·v̂ of the Java-decoded rotated values, for every key
- * quantizer (signed and unsigned 8-bit, 5, 4, 2 bits), every value width, and head_dim 64 and 128. The sums are
+ * quantizer (signed and unsigned 8-bit, 5, 4, 2 bits), every value width, head_dim 64 and 128, and the values
+ * kernel's token chunks from 8 tokens (five chunks, the last one short) to a single chunk. The sums are
  * compared in double with a tolerance of 1e-5 of the sum of the terms' magnitudes (float32 rounding of a few hundred
  * terms). Skipped, saying so, where no g++ exists.
  */
@@ -40,10 +41,10 @@ class MlxTurboMetalEmulationTest {
         Assumptions.assumeTrue(MetalEmulator.available(), "no g++ on this machine: the Metal kernels' emulation needs it");
     }
 
-    @ParameterizedTest(name = "{0} keys, {1}-bit values, head_dim {2}")
-    @CsvSource({"Q8_0, 3, 128", "UINT8, 8, 128", "Q5_0, 5, 128", "Q4_0, 2, 128", "INT2, 4, 128", "Q8_0, 8, 64",
-        "Q4_0, 3, 64"})
-    void kernelsMatchTheJavaCodec(KeyQuant keys, int vBits, int d) throws Exception {
+    @ParameterizedTest(name = "{0} keys, {1}-bit values, head_dim {2}, chunks of {3} tokens")
+    @CsvSource({"Q8_0, 3, 128, 16", "UINT8, 8, 128, 256", "Q5_0, 5, 128, 16", "Q4_0, 2, 128, 37", "INT2, 4, 128, 8",
+        "Q8_0, 8, 64, 16", "Q4_0, 3, 64, 256"})
+    void kernelsMatchTheJavaCodec(KeyQuant keys, int vBits, int d, int chunk) throws Exception {
         TurboCodec codec = new TurboCodec(new TurboLayout(keys, vBits, d));
         TurboLayout lay = codec.layout();
         int groups = d / 32;
@@ -102,16 +103,24 @@ class MlxTurboMetalEmulationTest {
             }
         }
 
-        List<String[]> valueArgs = List.of(new String[] {"int D", "" + d}, new String[] {"int VB", "" + vBits});
+        List<String[]> valueArgs = List.of(new String[] {"int D", "" + d}, new String[] {"int VB", "" + vBits},
+                new String[] {"int CHUNK", "" + chunk});
+        int chunks = (TOKENS + chunk - 1) / chunk;
         float[] cent = codec.centroids();
         byte[] valuesOut = MetalEmulator.run(dir("values"), "tq_values", MlxTurboMetal.VALUES_SOURCE, valueArgs,
                 List.of(new MetalEmulator.Input("w", "float", new int[] {HEADS, ROWS, TOKENS}, floats(w)),
                         new MetalEmulator.Input("vc", "uint8_t", new int[] {1, HEADS, CAPACITY, lay.valueCodeBytes()}, vc),
                         new MetalEmulator.Input("vs", "float16_t", new int[] {1, HEADS, CAPACITY, groups}, vs),
                         new MetalEmulator.Input("cent", "float", new int[] {cent.length}, floats(cent))),
-                List.of(new MetalEmulator.Output("out", "float", 4, HEADS * ROWS * d)),
-                new int[] {d, ROWS, HEADS}).get(0);
-        float[] values = toFloats(valuesOut);
+                List.of(new MetalEmulator.Output("out", "float", 4, chunks * HEADS * ROWS * d)),
+                new int[] {d, ROWS, HEADS * chunks}).get(0);
+        float[] partial = toFloats(valuesOut); // (chunks, H, m, D): the op after the kernel adds the chunks
+        float[] values = new float[HEADS * ROWS * d];
+        for (int c = 0; c < chunks; c++) {
+            for (int i = 0; i < values.length; i++) {
+                values[i] += partial[c * values.length + i];
+            }
+        }
         float[][] vHat = new float[TOKENS][d];
         for (int h = 0; h < HEADS; h++) {
             for (int t = 0; t < TOKENS; t++) {
