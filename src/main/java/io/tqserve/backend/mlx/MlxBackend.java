@@ -141,7 +141,8 @@ public final class MlxBackend implements ComputeBackend {
     @Override
     public String describe() {
         return "mlx: MLX " + mlx.version() + " on " + mlx.device() + " via " + mlx.libraryFile() + ", "
-                + options.dtype().wireName() + " dtype, wired limit " + (wiredLimit >> 20) + " MB; Java kernels "
+                + options.dtype().wireName() + " dtype, TurboQuant attention " + options.turboKernel().wireName()
+                + ", wired limit " + (wiredLimit >> 20) + " MB; Java kernels "
                 + cpu.describe();
     }
 
