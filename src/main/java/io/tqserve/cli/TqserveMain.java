@@ -65,6 +65,10 @@ public final class TqserveMain {
         } catch (IllegalArgumentException e) {
             System.err.println("tqserve: " + e.getMessage());
             code = 2;
+        } catch (IllegalStateException e) {
+            // the backend and model checks say what is wrong and how to fix it; the class name adds nothing
+            System.err.println("tqserve: " + e.getMessage());
+            code = 1;
         } catch (Exception e) {
             System.err.println("tqserve: " + e);
             code = 1;
