@@ -4,14 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
-import java.io.File;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.List;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import tools.jackson.databind.json.JsonMapper;
 
@@ -51,25 +47,11 @@ class GenerateCommandTest {
      */
     @Test
     void generateInItsOwnProcessWritesOnlyTheGeneratedTextToStdout() throws Exception {
-        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        File stderr = File.createTempFile("tqserve-generate", ".err");
-        stderr.deleteOnExit();
-        List<String> cmd = List.of(java, "--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED",
-                "-cp", System.getProperty("java.class.path"), TqserveMain.class.getName(), "generate", "--prompt",
-                "The quick brown fox", "--max-tokens", "32", "--temperature", "0", "--threads", "1");
-        Process p = new ProcessBuilder(cmd).redirectError(stderr).start();
-        p.getOutputStream().close();
-        CompletableFuture<byte[]> stdout = CompletableFuture.supplyAsync(() -> {
-            try {
-                return p.getInputStream().readAllBytes();
-            } catch (java.io.IOException e) {
-                throw new java.io.UncheckedIOException(e);
-            }
-        });
-        assertTrue(p.waitFor(120, TimeUnit.SECONDS), "generate did not finish in 120 s");
-        String err = Files.readString(stderr.toPath());
-        assertEquals(0, p.exitValue(), err);
-        assertEquals(greedyReference(), new String(stdout.get(10, TimeUnit.SECONDS), StandardCharsets.UTF_8), err);
+        CliProcess p = CliProcess.run("generate", "--prompt", "The quick brown fox", "--max-tokens", "32",
+                "--temperature", "0", "--threads", "1");
+        String err = p.stderr();
+        assertEquals(0, p.exit(), err);
+        assertEquals(greedyReference(), p.stdout(), err);
         assertTrue(err.contains("tqserve: backend auto -> "), err);
         assertTrue(err.contains("decode 32 tokens"), err);
     }
