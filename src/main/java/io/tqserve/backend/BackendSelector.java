@@ -84,10 +84,15 @@ public final class BackendSelector {
         Selection s = choose(type, threads, setting, env, dirs, mlxOptions);
         if (mlxOptions.turboKernel() == MlxOptions.TurboKernel.METAL && !(s.backend() instanceof MlxBackend)) {
             s.backend().close();
-            throw new IllegalStateException("tqserve.backend.mlx.turbo-kernel=metal needs the mlx backend on a Metal "
-                    + "device, but " + s.reason() + "; use tqserve.backend.mlx.turbo-kernel=ops");
+            throw new IllegalStateException(metalNeedsMlx(s.reason()));
         }
         return s;
+    }
+
+    /** Why turbo-kernel=metal is refused when the backend (described by {@code backend}) is not MLX. */
+    public static String metalNeedsMlx(String backend) {
+        return "tqserve.backend.mlx.turbo-kernel=metal needs the mlx backend on a Metal device, but " + backend
+                + "; use tqserve.backend.mlx.turbo-kernel=ops";
     }
 
     private static Selection choose(Type type, int threads, String setting, Map<String, String> env, List<Path> dirs,

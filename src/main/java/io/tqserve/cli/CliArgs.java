@@ -1,5 +1,6 @@
 package io.tqserve.cli;
 
+import io.tqserve.backend.mlx.MlxOptions;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Map;
@@ -34,6 +35,12 @@ final class CliArgs {
                 throw new IllegalArgumentException("unknown option " + a + " (options: " + valueOptions + " " + flagOptions + ")");
             }
         }
+    }
+
+    /** {@code --mlx-dtype} (default native) and {@code --mlx-turbo-kernel} (default ops) as MLX options. */
+    MlxOptions mlxOptions() {
+        return MlxOptions.DEFAULTS.withDtype(MlxOptions.Dtype.parse(get("--mlx-dtype", "native")))
+                .withTurboKernel(MlxOptions.TurboKernel.parse(get("--mlx-turbo-kernel", "ops")));
     }
 
     String get(String name, String def) {

@@ -5,7 +5,6 @@ import io.tqserve.backend.DeviceSampler;
 import io.tqserve.backend.DeviceStats;
 import io.tqserve.backend.SamplingSpec;
 import io.tqserve.backend.BackendSelector;
-import io.tqserve.backend.mlx.MlxOptions;
 import io.tqserve.kv.KvCache;
 import io.tqserve.kv.KvCacheFactory;
 import io.tqserve.kv.KvScheme;
@@ -53,9 +52,7 @@ final class DecodeBenchmark {
         int promptTokens = a.getInt("--prompt-tokens", 128);
         int decodeTokens = a.getInt("--decode-tokens", 64);
         BackendSelector.Selection selection = BackendSelector.select(a.get("--backend", "cpu"), a.getInt("--threads", 0),
-                a.get("--mlx-library", null), MlxOptions.DEFAULTS.withDtype(MlxOptions.Dtype.parse(
-                        a.get("--mlx-dtype", "native"))).withTurboKernel(MlxOptions.TurboKernel.parse(
-                        a.get("--mlx-turbo-kernel", "ops"))));
+                a.get("--mlx-library", null), a.mlxOptions());
         try (ComputeBackend backend = selection.backend()) {
             System.out.println("backend: " + backend.describe());
             Ceilings mem = new Ceilings(MemoryBandwidth.read(backend), MemoryBandwidth.copy(), !a.has("--no-batched"));

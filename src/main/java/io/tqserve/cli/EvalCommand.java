@@ -2,7 +2,6 @@ package io.tqserve.cli;
 
 import io.tqserve.backend.BackendSelector;
 import io.tqserve.backend.ComputeBackend;
-import io.tqserve.backend.mlx.MlxOptions;
 import io.tqserve.kv.KvScheme;
 import io.tqserve.kv.turbo.AttentionPath;
 import io.tqserve.model.Model;
@@ -70,9 +69,7 @@ final class EvalCommand {
         String promptsArg = a.get("--prompts", null);
         List<String> texts = readPrompts(promptsArg);
         BackendSelector.Selection selection = BackendSelector.select(a.get("--backend", "cpu"), a.getInt("--threads", 0),
-                a.get("--mlx-library", null), MlxOptions.DEFAULTS.withDtype(MlxOptions.Dtype.parse(
-                        a.get("--mlx-dtype", "native"))).withTurboKernel(MlxOptions.TurboKernel.parse(
-                        a.get("--mlx-turbo-kernel", "ops"))));
+                a.get("--mlx-library", null), a.mlxOptions());
         try (ComputeBackend backend = selection.backend();
                 Model model = Model.load(modelDir, backend)) {
             if (promptTokens + decodeSteps > model.config().maxPositions()) {

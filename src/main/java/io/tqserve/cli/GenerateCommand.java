@@ -44,8 +44,7 @@ final class GenerateCommand {
         try {
             selection = BackendSelector.select(a.get("--backend", "auto"),
                     a.getInt("--threads", 0),
-                    a.get("--mlx-library", null), io.tqserve.backend.mlx.MlxOptions.DEFAULTS.withDtype(
-                            io.tqserve.backend.mlx.MlxOptions.Dtype.parse(a.get("--mlx-dtype", "native"))));
+                    a.get("--mlx-library", null), a.mlxOptions());
         } catch (IllegalStateException e) {
             throw new IllegalArgumentException(e.getMessage(), e);
         }

@@ -2,9 +2,9 @@ package io.tqserve.config;
 
 import io.tqserve.backend.BackendSelector;
 import io.tqserve.backend.cpu.CpuBackend;
+import io.tqserve.backend.mlx.MlxBackend;
 import io.tqserve.backend.mlx.MlxOptions;
 import io.tqserve.backend.mlx.ffm.Mlx;
-import io.tqserve.backend.mlx.ffm.MlxMetalKernel;
 import io.tqserve.engine.Lane;
 import io.tqserve.kv.KvLayout;
 import io.tqserve.kv.KvScheme;
@@ -144,18 +144,15 @@ public final class StartupValidator {
         if (b.mlx().turboKernel() != MlxOptions.TurboKernel.METAL) {
             return;
         }
-        String fix = "; set tqserve.backend.mlx.turbo-kernel=ops";
         if (!backend.equals("mlx")) {
-            throw new StartupValidationException("tqserve.backend.mlx.turbo-kernel=metal needs the mlx backend on a "
-                    + "Metal device, but the backend is cpu (tqserve.backend.type=" + b.type().name().toLowerCase(
-                            java.util.Locale.ROOT) + ")" + fix);
+            throw new StartupValidationException(BackendSelector.metalNeedsMlx("the backend is cpu "
+                    + "(tqserve.backend.type=" + b.type().name().toLowerCase(java.util.Locale.ROOT) + ")"));
         }
         Mlx mlx = Mlx.open(BackendSelector.discover(b.mlx().library(), System.getenv(), BackendSelector.DEFAULT_DIRS)
                 .library().orElseThrow());
-        if (!MlxMetalKernel.metalAvailable(mlx)) {
-            throw new StartupValidationException("tqserve.backend.mlx.turbo-kernel=metal needs a Metal device, but "
-                    + mlx.libraryFile() + " runs MLX on " + mlx.device() + " without Metal" + fix);
-        }
+        MlxBackend.metalRefusal(mlx).ifPresent(why -> {
+            throw new StartupValidationException(why);
+        });
     }
 
     private static String checkBackend(TqserveProperties.Backend b) {

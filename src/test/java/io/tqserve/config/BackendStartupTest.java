@@ -69,7 +69,7 @@ class BackendStartupTest {
             assertThat(StartupValidationTest.rootCause(ctx.getStartupFailure()))
                     .isInstanceOf(StartupValidationException.class)
                     .hasMessage("tqserve.backend.mlx.turbo-kernel=metal needs the mlx backend on a Metal device, but "
-                            + "the backend is cpu (tqserve.backend.type=cpu); set tqserve.backend.mlx.turbo-kernel=ops");
+                            + "the backend is cpu (tqserve.backend.type=cpu); use tqserve.backend.mlx.turbo-kernel=ops");
         });
     }
 
@@ -83,9 +83,9 @@ class BackendStartupTest {
                     assertThat(ctx).hasFailed();
                     assertThat(StartupValidationTest.rootCause(ctx.getStartupFailure()))
                             .isInstanceOf(StartupValidationException.class)
-                            .hasMessageStartingWith("tqserve.backend.mlx.turbo-kernel=metal needs a Metal device, but "
-                                    + mlx.libraryFile() + " runs MLX on Device(cpu")
-                            .hasMessageEndingWith("without Metal; set tqserve.backend.mlx.turbo-kernel=ops");
+                            .hasMessageStartingWith("tqserve.backend.mlx.turbo-kernel=metal needs MLX on a Metal device, and "
+                                    + mlx.libraryFile() + " runs on Device(cpu")
+                            .hasMessageEndingWith("without Metal; use tqserve.backend.mlx.turbo-kernel=ops");
                 });
     }
 

@@ -63,16 +63,23 @@ public final class MlxBackend implements ComputeBackend {
 
     /** The Metal kernels for turbo-kernel=metal; refused, naming the setting, where MLX has no Metal device. */
     private static MlxTurboMetal openTurboMetal(Mlx mlx) {
-        String setting = "tqserve.backend.mlx.turbo-kernel=metal";
-        if (!MlxMetalKernel.metalAvailable(mlx)) {
-            throw new IllegalStateException(setting + " needs MLX on a Metal device, and " + mlx.libraryFile()
-                    + " runs on " + mlx.device() + " without Metal; use tqserve.backend.mlx.turbo-kernel=ops");
-        }
+        metalRefusal(mlx).ifPresent(why -> {
+            throw new IllegalStateException(why);
+        });
         try {
             return new MlxTurboMetal(mlx);
         } catch (MlxException e) {
-            throw new IllegalStateException(setting + ": MLX refused the kernels: " + e.getMessage(), e);
+            throw new IllegalStateException("tqserve.backend.mlx.turbo-kernel=metal: MLX refused the kernels: "
+                    + e.getMessage(), e);
         }
+    }
+
+    /** Why turbo-kernel=metal cannot run on this MLX (no Metal device), or empty when it can. */
+    public static Optional<String> metalRefusal(Mlx mlx) {
+        return MlxMetalKernel.metalAvailable(mlx) ? Optional.empty()
+                : Optional.of("tqserve.backend.mlx.turbo-kernel=metal needs MLX on a Metal device, and "
+                        + mlx.libraryFile() + " runs on " + mlx.device() + " without Metal; use "
+                        + "tqserve.backend.mlx.turbo-kernel=ops");
     }
 
     /** The Metal kernels of decode-step TurboQuant attention, or null for the ops path. */

@@ -87,14 +87,17 @@ final class MlxTurboAttention {
             out = s.matmul(wp, c.prefixRows(s, c.prefixValues(layer), nP));
         }
         if (nQ > 0) {
-            MlxArray rotated = !kernels ? null : metal.valuesRotated(s, spec, c, layer,
-                    s.slice(w, new int[] {0, 0, nP}, new int[] {kvHeads, m, n}), s.fromFloats(centroids, centroids.length), m,
-                    nQ);
-            for (int b = 0; !kernels && b < nQ; b += BLOCK) {
-                int e = Math.min(nQ, b + BLOCK);
-                MlxArray wb = s.slice(w, new int[] {0, 0, nP + b}, new int[] {kvHeads, m, nP + e});
-                MlxArray acc = s.matmul(wb, blockValuesRotated(s, c, layer, b, e));
-                rotated = rotated == null ? acc : s.add(rotated, acc);
+            MlxArray rotated = null;
+            if (kernels) {
+                MlxArray wq = s.slice(w, new int[] {0, 0, nP}, new int[] {kvHeads, m, n});
+                rotated = metal.valuesRotated(s, spec, c, layer, wq, s.fromFloats(centroids, centroids.length), m, nQ);
+            } else {
+                for (int b = 0; b < nQ; b += BLOCK) {
+                    int e = Math.min(nQ, b + BLOCK);
+                    MlxArray wb = s.slice(w, new int[] {0, 0, nP + b}, new int[] {kvHeads, m, nP + e});
+                    MlxArray acc = s.matmul(wb, blockValuesRotated(s, c, layer, b, e));
+                    rotated = rotated == null ? acc : s.add(rotated, acc);
+                }
             }
             MlxArray values = s.multiply(s.hadamard(rotated), s.fromFloats(signs, d)); // (H·y) ⊙ σ, once per row
             out = out == null ? values : s.add(out, values);
