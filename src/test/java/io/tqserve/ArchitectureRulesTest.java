@@ -120,10 +120,10 @@ class ArchitectureRulesTest {
     }
 
     @Test
-    void toolcallSeesOnlyConstraint() {
+    void toolcallSeesOnlyConstraintTemplateAndModel() {
         noClasses().that().resideInAPackage("io.tqserve.toolcall..")
                 .should().dependOnClassesThat().resideInAnyPackage("io.tqserve.api..", "io.tqserve.routing..",
-                        "io.tqserve.engine..", "io.tqserve.model..", "io.tqserve.kv..", "io.tqserve.backend..",
+                        "io.tqserve.engine..", "io.tqserve.kv..", "io.tqserve.backend..",
                         "io.tqserve.config..", "io.tqserve.management..", "io.tqserve.cli..", "org.springframework..")
                 .check(classes);
     }

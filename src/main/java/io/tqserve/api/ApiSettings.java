@@ -20,11 +20,13 @@ import org.springframework.http.HttpStatus;
  * @param openActuator        actuator endpoint ids that stay open when keys are set
  * @param corsAllowedOrigins  origins allowed to call the API from a browser; empty = CORS off
  * @param queueFullStatus     status of a request refused because its lane's queue is full (429 or 503)
+ * @param specialTokensInContent special-token text in messages and tools becomes special tokens (trusted clients
+ *                            only: it lets a message forge turns); off: it is tokenized as ordinary text
  */
 public record ApiSettings(List<String> keys, boolean strictModelId, int defaultMaxTokens, Duration keepAliveInterval,
         Duration retryAfter, Duration requestTimeout, Duration shutdownGracePeriod, boolean logPrompts,
         int maxMessages, int maxPromptChars, List<String> openActuator, List<String> corsAllowedOrigins,
-        int queueFullStatus) {
+        int queueFullStatus, boolean specialTokensInContent) {
     /** TqserveProperties.Api defaults for the settings the short constructor does not take (tests). */
     public static final Duration DEFAULT_REQUEST_TIMEOUT = Duration.ofMinutes(10);
 
@@ -39,7 +41,7 @@ public record ApiSettings(List<String> keys, boolean strictModelId, int defaultM
             Duration retryAfter, Duration requestTimeout, Duration shutdownGracePeriod, boolean logPrompts,
             int maxMessages, int maxPromptChars, List<String> openActuator, List<String> corsAllowedOrigins) {
         this(keys, strictModelId, defaultMaxTokens, keepAliveInterval, retryAfter, requestTimeout, shutdownGracePeriod,
-                logPrompts, maxMessages, maxPromptChars, openActuator, corsAllowedOrigins, 429);
+                logPrompts, maxMessages, maxPromptChars, openActuator, corsAllowedOrigins, 429, false);
     }
 
     /** The status, Retry-After and body of a request refused because its lane's queue is full. */

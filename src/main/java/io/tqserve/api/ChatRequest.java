@@ -1,5 +1,6 @@
 package io.tqserve.api;
 
+import io.tqserve.toolcall.Conversation;
 import io.tqserve.toolcall.ToolSpec;
 import java.util.List;
 import java.util.Map;
@@ -8,17 +9,14 @@ import java.util.Map;
  * The chat-only parts of a request: messages as the chat template receives them, tools, tool_choice and
  * response_format.
  *
- * @param turns             messages as JSON-like maps ({@code role}, {@code content}, {@code tool_calls} with
- *                          parsed {@code arguments}, {@code tool_call_id}), as transformers' apply_chat_template
- *                          takes them
- * @param tools             the request's {@code tools} as JSON-like maps (passed to the template), empty if none
+ * @param conversation      messages, tools and template keywords as the chat template renders them
  * @param toolSpecs         the functions of {@code tools}
  * @param toolChoice        none, auto, required or function
  * @param namedTool         the function tool_choice names, or null
  * @param parallelToolCalls parallel_tool_calls (default true)
  * @param format            response_format
  */
-record ChatRequest(List<Map<String, Object>> turns, List<Object> tools, List<ToolSpec> toolSpecs, String toolChoice,
+record ChatRequest(Conversation conversation, List<ToolSpec> toolSpecs, String toolChoice,
         String namedTool, boolean parallelToolCalls, ResponseFormat format) {
 
     /** Whether the template gets tools and the output may hold calls. */

@@ -1,7 +1,7 @@
 package io.tqserve.api;
 
 import io.tqserve.api.openai.Wire;
-import io.tqserve.model.ChatMessage;
+import io.tqserve.toolcall.Conversation;
 import io.tqserve.toolcall.ToolSpec;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -13,20 +13,22 @@ import tools.jackson.databind.JsonNode;
 
 /**
  * The chat-only fields of a request: messages (with assistant tool calls and tool results), tools, tool_choice,
- * parallel_tool_calls, response_format; and the OpenAI fields that would change the output but are not
- * implemented, which are refused by name rather than ignored.
+ * parallel_tool_calls, response_format, reasoning_effort and chat_template_kwargs; and the OpenAI fields that
+ * would change the output but are not implemented, which are refused by name rather than ignored. Every string of
+ * messages, tools, tool_choice and chat_template_kwargs (keys too) must be valid Unicode: an unpaired surrogate is
+ * a 400 naming the field.
  */
 final class ChatRequestParser {
     private static final Set<String> ROLES = Set.of("system", "developer", "user", "assistant", "tool");
     /** OpenAI fields that change the output and that this server does not implement (a non-null value is a 400). */
     static final List<String> UNSUPPORTED = List.of("audio", "prediction", "web_search_options", "functions",
-            "function_call", "reasoning_effort", "verbosity");
+            "function_call", "verbosity");
+    /** reasoning_effort values (OpenAI's), passed to the chat template as transformers passes a keyword. */
+    static final Set<String> EFFORTS = Set.of("none", "minimal", "low", "medium", "high");
+    /** Template variables the renderer sets itself, which chat_template_kwargs may not name. */
+    static final Set<String> RESERVED_KWARGS = Set.of("messages", "add_generation_prompt", "tools", "documents");
 
     private ChatRequestParser() {
-    }
-
-    /** The parsed messages: for the template (turns) and as plain role/content pairs (logs, tokenize). */
-    record Messages(List<ChatMessage> plain, List<Map<String, Object>> turns) {
     }
 
     static void rejectUnsupported(JsonNode body) {
@@ -49,7 +51,8 @@ final class ChatRequestParser {
         }
     }
 
-    static Messages messages(JsonNode body, int maxMessages, int maxPromptChars) {
+    /** The messages as the chat template receives them. */
+    static List<Map<String, Object>> messages(JsonNode body, int maxMessages, int maxPromptChars) {
         JsonNode ms = body.get("messages");
         if (ms == null || ms.isNull()) {
             throw ApiException.invalid("messages", "messages is required");
@@ -58,8 +61,8 @@ final class ChatRequestParser {
             throw ApiException.invalid("messages", "messages must be a non-empty array");
         }
         InputLimits.count(ms.size(), "messages", maxMessages);
+        InputLimits.unicode(ms, "messages");
         long chars = 0;
-        List<ChatMessage> plain = new ArrayList<>(ms.size());
         List<Map<String, Object>> turns = new ArrayList<>(ms.size());
         for (int i = 0; i < ms.size(); i++) {
             JsonNode m = ms.get(i);
@@ -102,9 +105,8 @@ final class ChatRequestParser {
                 turn.put("name", n.asString());
             }
             turns.add(turn);
-            plain.add(new ChatMessage((String) turn.get("role"), content == null ? "" : content));
         }
-        return new Messages(plain, turns);
+        return turns;
     }
 
     private static List<Object> toolCalls(JsonNode calls, String p) {
@@ -148,7 +150,10 @@ final class ChatRequestParser {
         return out;
     }
 
-    static ChatRequest chat(JsonNode body, Messages messages) {
+    static ChatRequest chat(JsonNode body, List<Map<String, Object>> messages) {
+        for (String f : List.of("tools", "tool_choice", "chat_template_kwargs")) {
+            InputLimits.unicode(body.get(f), f);
+        }
         List<Object> tools = new ArrayList<>();
         List<ToolSpec> specs = new ArrayList<>();
         JsonNode t = body.get("tools");
@@ -211,7 +216,38 @@ final class ChatRequestParser {
             throw ApiException.invalid("response_format", "response_format " + format.type() + " cannot be combined "
                     + "with tools unless tool_choice is none");
         }
-        return new ChatRequest(messages.turns(), tools, specs, choice, named, parallel, format);
+        Conversation conversation = new Conversation(messages, tools.isEmpty() ? null : tools, templateKwargs(body));
+        return new ChatRequest(conversation, specs, choice, named, parallel, format);
+    }
+
+    /**
+     * The extra template variables: chat_template_kwargs (vLLM's field, e.g. {@code {"enable_thinking": false}})
+     * and reasoning_effort, which transformers and vLLM pass to the template as a keyword of that name.
+     */
+    static Map<String, Object> templateKwargs(JsonNode body) {
+        Map<String, Object> kwargs = new LinkedHashMap<>();
+        JsonNode k = body.get("chat_template_kwargs");
+        if (k != null && !k.isNull()) {
+            if (!k.isObject()) {
+                throw ApiException.invalid("chat_template_kwargs", "chat_template_kwargs must be an object");
+            }
+            for (Map.Entry<String, JsonNode> e : k.properties()) {
+                if (RESERVED_KWARGS.contains(e.getKey())) {
+                    throw ApiException.invalid("chat_template_kwargs", "chat_template_kwargs may not set '"
+                            + e.getKey() + "': the server sets it");
+                }
+                kwargs.put(e.getKey(), plain(e.getValue()));
+            }
+        }
+        JsonNode effort = body.get("reasoning_effort");
+        if (effort != null && !effort.isNull()) {
+            if (!effort.isString() || !EFFORTS.contains(effort.asString())) {
+                throw ApiException.invalid("reasoning_effort", "reasoning_effort must be one of none, minimal, "
+                        + "low, medium or high");
+            }
+            kwargs.putIfAbsent("reasoning_effort", effort.asString());
+        }
+        return kwargs;
     }
 
     @SuppressWarnings("unchecked")

@@ -86,7 +86,7 @@ public final class GenerationHandler {
         String laneHeader = request.headers().firstHeader(LANE_HEADER);
         return Mono.defer(() -> {
             ServingRuntime.Loaded loaded = Readiness.require(runtime, settings);
-            PromptBuilder builder = new PromptBuilder(structuredOutput(loaded.model()), settings.defaultMaxTokens());
+            PromptBuilder builder = new PromptBuilder(structuredOutput(loaded.model()), settings);
             String tenant = Tenant.of(request.exchange());
             AtomicReference<String> cacheNamespace = new AtomicReference<>(tenant);
             return Json.body(request)

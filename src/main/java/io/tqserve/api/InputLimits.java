@@ -1,5 +1,8 @@
 package io.tqserve.api;
 
+import java.util.Map;
+import tools.jackson.databind.JsonNode;
+
 /**
  * Checks on request text before it reaches a tokenizer or a lane: lengths ({@code tqserve.api.max-prompt-chars},
  * {@code tqserve.api.max-messages}) and well-formed Unicode. JSON can carry an unpaired UTF-16 surrogate
@@ -40,6 +43,32 @@ final class InputLimits {
     static ApiException tooLong(String param, long length, int max) {
         return ApiException.invalid(param, "string_above_max_length", "Invalid '" + param + "': string too long. "
                 + "Expected at most " + max + " characters, but got " + length + " (tqserve.api.max-prompt-chars).");
+    }
+
+    /**
+     * A 400 naming the first string of a JSON value (object keys included) that holds an unpaired surrogate, by its
+     * path ({@code tools[0].function.description}); nothing for null.
+     */
+    static void unicode(JsonNode node, String path) {
+        if (node == null) {
+            return;
+        }
+        if (node.isString()) {
+            text(node.asString(), path, Integer.MAX_VALUE);
+        } else if (node.isArray()) {
+            for (int i = 0; i < node.size(); i++) {
+                unicode(node.get(i), path + "[" + i + "]");
+            }
+        } else if (node.isObject()) {
+            for (Map.Entry<String, JsonNode> e : node.properties()) {
+                String p = path + "." + e.getKey();
+                if (unpairedSurrogate(e.getKey()) >= 0) {
+                    throw ApiException.invalid(path, "invalid_unicode", path + " has a key with an unpaired "
+                            + "UTF-16 surrogate; send valid Unicode text");
+                }
+                unicode(e.getValue(), p);
+            }
+        }
     }
 
     /** The index of the first unpaired surrogate, or -1. */

@@ -1,7 +1,6 @@
 package io.tqserve.api;
 
 import io.tqserve.engine.Lane;
-import io.tqserve.model.ChatMessage;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -12,7 +11,6 @@ import java.util.Optional;
  *
  * @param endpoint         chat or completion
  * @param model            the requested model id, or null
- * @param messages         chat messages (chat only)
  * @param promptText       the completion prompt as text, or null
  * @param promptIds        the completion prompt as token ids, or null
  * @param maxTokens        max_tokens / max_completion_tokens, or null
@@ -33,20 +31,20 @@ import java.util.Optional;
  * @param ignoreEos        keep generating past end-of-sequence (vLLM extension)
  * @param lane             the lane the request asked for
  * @param kvSnapshot       completions: id of a KV snapshot to continue from ({@code tqserve_kv_snapshot}), or null
- * @param chat             chat only: messages for the template, tools, tool_choice, response_format (else null)
+ * @param chat             chat only: the conversation, tools, tool_choice, response_format (else null)
  */
-public record ParsedRequest(Endpoint endpoint, String model, List<ChatMessage> messages, String promptText,
+public record ParsedRequest(Endpoint endpoint, String model, String promptText,
         int[] promptIds, Integer maxTokens, Float temperature, Float topP, Integer topK, float minP, Long seed,
         float presencePenalty, float frequencyPenalty, Float repetitionPenalty, Map<Integer, Float> logitBias,
         List<String> stop, boolean stream, boolean includeUsage, int topLogprobs, boolean echo, boolean ignoreEos,
         Optional<Lane.Kind> lane, String kvSnapshot, ChatRequest chat) {
 
-    public ParsedRequest(Endpoint endpoint, String model, List<ChatMessage> messages, String promptText,
+    public ParsedRequest(Endpoint endpoint, String model, String promptText,
             int[] promptIds, Integer maxTokens, Float temperature, Float topP, Integer topK, float minP, Long seed,
             float presencePenalty, float frequencyPenalty, Float repetitionPenalty, Map<Integer, Float> logitBias,
             List<String> stop, boolean stream, boolean includeUsage, int topLogprobs, boolean echo, boolean ignoreEos,
             Optional<Lane.Kind> lane, String kvSnapshot) {
-        this(endpoint, model, messages, promptText, promptIds, maxTokens, temperature, topP, topK, minP, seed,
+        this(endpoint, model, promptText, promptIds, maxTokens, temperature, topP, topK, minP, seed,
                 presencePenalty, frequencyPenalty, repetitionPenalty, logitBias, stop, stream, includeUsage,
                 topLogprobs, echo, ignoreEos, lane, kvSnapshot, null);
     }

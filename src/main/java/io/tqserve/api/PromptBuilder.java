@@ -2,12 +2,9 @@ package io.tqserve.api;
 
 import io.tqserve.engine.GenerationRequest;
 import io.tqserve.engine.SamplingParams;
-import io.tqserve.model.ChatMessage;
 import io.tqserve.model.GenerationConfig;
 import io.tqserve.model.Model;
-import java.util.Map;
-import io.tqserve.template.ChatTemplate;
-import io.tqserve.template.TemplateException;
+import io.tqserve.toolcall.ChatFormat;
 
 /**
  * Turns a parsed request into token ids and sampling parameters: renders the chat template, tokenizes, checks the
@@ -36,15 +33,13 @@ final class PromptBuilder {
     private final Model model;
     private final int defaultMaxTokens;
     private final StructuredOutput structured;
+    private final ApiSettings settings;
 
-    PromptBuilder(Model model, int defaultMaxTokens) {
-        this(new StructuredOutput(model), defaultMaxTokens);
-    }
-
-    PromptBuilder(StructuredOutput structured, int defaultMaxTokens) {
+    PromptBuilder(StructuredOutput structured, ApiSettings settings) {
         this.model = structured.model();
-        this.defaultMaxTokens = defaultMaxTokens;
+        this.defaultMaxTokens = settings.defaultMaxTokens();
         this.structured = structured;
+        this.settings = settings;
     }
 
     Prepared prepare(ParsedRequest r) {
@@ -57,23 +52,9 @@ final class PromptBuilder {
         String echo = "";
         String rendered = null;
         if (r.endpoint() == Endpoint.CHAT) {
-            ChatTemplate template = model.chatTemplate();
-            if (template == null) {
-                throw ApiException.invalid("messages", "the served model has no chat template; use /v1/completions");
-            }
-            ChatRequest chat = r.chat();
-            if (chat == null) {
-                rendered = render(template, r.messages(), true);
-            } else {
-                boolean withTools = structured.toolFormat(chat).isPresent();
-                try {
-                    rendered = template.render(chat.turns(), withTools ? chat.tools() : null, true, Map.of());
-                } catch (TemplateException e) {
-                    throw ApiException.invalid("messages", e.raisedByTemplate() ? e.getMessage()
-                            : "the chat template failed on the messages: " + e.getMessage());
-                }
-            }
-            ids = model.tokenizer().encode(rendered);
+            ChatFormat.Prompt prompt = ChatFormats.render(ChatFormats.of(model), r.chat(), true, settings);
+            rendered = prompt.text();
+            ids = prompt.tokens();
         } else if (r.promptIds() != null) {
             ids = r.promptIds();
             if (r.echo()) {
@@ -126,19 +107,5 @@ final class PromptBuilder {
             throw ApiException.invalid("ignore_eos", "ignore_eos cannot be combined with response_format or tools");
         }
         return new Prepared(r, echo, new GenerationRequest(ids, params, prefix, null, plan.rules()), plan);
-    }
-
-    /**
-     * Renders messages with the model's chat template. A conversation the template refuses through
-     * {@code raise_exception} is a 400 with exactly the template's message (as Python raises it); any other
-     * template error is a 400 naming the error and the template line.
-     */
-    static String render(ChatTemplate template, java.util.List<ChatMessage> messages, boolean addGenerationPrompt) {
-        try {
-            return template.render(ChatMessage.asTemplateValues(messages), addGenerationPrompt);
-        } catch (TemplateException e) {
-            throw ApiException.invalid("messages", e.raisedByTemplate() ? e.getMessage()
-                    : "the chat template failed on the messages: " + e.getMessage());
-        }
     }
 }

@@ -1,7 +1,6 @@
 package io.tqserve.api;
 
 import io.tqserve.engine.Lane;
-import io.tqserve.model.ChatMessage;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -41,7 +40,6 @@ final class RequestParser {
         if (model != null) {
             InputLimits.text(model, "model", InputLimits.MAX_MODEL_CHARS);
         }
-        List<ChatMessage> messages = null;
         ChatRequest chat = null;
         String promptText = null;
         int[] promptIds = null;
@@ -53,9 +51,7 @@ final class RequestParser {
                 throw ApiException.invalid("tqserve_kv_snapshot", "tqserve_kv_snapshot works with /v1/completions only");
             }
             ChatRequestParser.rejectUnsupported(body);
-            ChatRequestParser.Messages parsed = ChatRequestParser.messages(body, maxMessages, maxPromptChars);
-            messages = parsed.plain();
-            chat = ChatRequestParser.chat(body, parsed);
+            chat = ChatRequestParser.chat(body, ChatRequestParser.messages(body, maxMessages, maxPromptChars));
             boolean logprobs = optBoolean(body, "logprobs", false);
             Integer top = optInt(body, "top_logprobs", 0, MAX_TOP_LOGPROBS);
             if (top != null && !logprobs) {
@@ -134,7 +130,7 @@ final class RequestParser {
             includeUsage = optBoolean(so, "include_usage", false, "stream_options.include_usage");
         }
         optString(body, "user");
-        return new ParsedRequest(endpoint, model, messages, promptText, promptIds, maxTokens, temperature, topP, topK,
+        return new ParsedRequest(endpoint, model, promptText, promptIds, maxTokens, temperature, topP, topK,
                 minP == null ? 0f : minP, seed, presence == null ? 0f : presence, frequency == null ? 0f : frequency,
                 repetition, logitBias(body), stop(body), stream, includeUsage, topLogprobs, echo,
                 optBoolean(body, "ignore_eos", false), lane(body, laneHeader), kvSnapshot, chat);

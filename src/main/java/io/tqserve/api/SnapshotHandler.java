@@ -76,7 +76,7 @@ public final class SnapshotHandler {
                         if (!body.isObject()) {
                             throw ApiException.invalid(null, "the request body must be a JSON object");
                         }
-                        int[] ids = loaded.model().tokenizer().encode(TokenizeHandler.tokenizeText(body, loaded.model(), settings));
+                        int[] ids = TokenizeHandler.tokenize(body, loaded.model(), settings);
                         if (ids.length == 0) {
                             throw ApiException.invalid("prompt", "the prompt has no tokens");
                         }

@@ -2,14 +2,10 @@ package io.tqserve.api;
 
 import io.tqserve.api.openai.ModelList;
 import io.tqserve.api.openai.Wire;
-import io.tqserve.model.ChatMessage;
 import io.tqserve.model.Model;
-import io.tqserve.template.ChatTemplate;
 import io.tqserve.routing.ServingRuntime;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.MediaType;
@@ -63,8 +59,7 @@ public final class TokenizeHandler {
                         if (!body.isObject()) {
                             throw ApiException.invalid(null, "the request body must be a JSON object");
                         }
-                        String text = tokenizeText(body, model, settings);
-                        int[] ids = model.tokenizer().encode(text);
+                        int[] ids = tokenize(body, model, settings);
                         Map<String, Object> out = new LinkedHashMap<>();
                         out.put("count", ids.length);
                         out.put("max_model_len", model.config().maxPositions());
@@ -75,29 +70,27 @@ public final class TokenizeHandler {
         });
     }
 
-    /** The text a tokenize (or snapshot) request names: its prompt, or its messages rendered by the chat template. */
-    static String tokenizeText(JsonNode body, Model model, ApiSettings settings) {
+    /**
+     * The tokens a tokenize (or snapshot) request names: its prompt, or its conversation (messages, tools, tool
+     * calls, chat_template_kwargs) rendered and tokenized exactly as a chat completion renders it.
+     */
+    static int[] tokenize(JsonNode body, Model model, ApiSettings settings) {
         JsonNode prompt = body.get("prompt");
         JsonNode messages = body.get("messages");
         if (prompt != null && !prompt.isNull()) {
             if (!prompt.isString()) {
                 throw ApiException.invalid("prompt", "prompt must be a string");
             }
-            return InputLimits.text(prompt.asString(), "prompt", settings.maxPromptChars());
+            return model.tokenizer().encode(InputLimits.text(prompt.asString(), "prompt", settings.maxPromptChars()));
         }
         if (messages == null || messages.isNull()) {
             throw ApiException.invalid("prompt", "give a prompt (text) or messages (chat)");
         }
         ParsedRequest chat = new RequestParser(model.config().vocabSize(), settings.maxMessages(),
                 settings.maxPromptChars()).parse(body, Endpoint.CHAT, null);
-        ChatTemplate template = model.chatTemplate();
-        if (template == null) {
-            throw ApiException.invalid("messages", "the served model has no chat template");
-        }
         JsonNode agp = body.get("add_generation_prompt");
         boolean addGenerationPrompt = agp == null || !agp.isBoolean() || agp.booleanValue();
-        List<ChatMessage> ms = new ArrayList<>(chat.messages());
-        return PromptBuilder.render(template, ms, addGenerationPrompt);
+        return ChatFormats.render(ChatFormats.of(model), chat.chat(), addGenerationPrompt, settings).tokens();
     }
 
     public Mono<ServerResponse> detokenize(ServerRequest request) {

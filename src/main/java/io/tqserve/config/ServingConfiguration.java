@@ -34,7 +34,8 @@ public class ServingConfiguration {
         TqserveProperties.Api a = props.api();
         return new ApiSettings(a.keys(), a.strictModelId(), a.defaultMaxTokens(), a.keepAliveInterval(),
                 a.retryAfter(), a.requestTimeout(), a.shutdownGracePeriod(), a.logPrompts(), a.maxMessages(),
-                a.maxPromptChars(), a.openActuator(), a.cors().allowedOrigins(), a.queueFullStatus());
+                a.maxPromptChars(), a.openActuator(), a.cors().allowedOrigins(), a.queueFullStatus(),
+                a.specialTokensInContent());
     }
 
     @Bean

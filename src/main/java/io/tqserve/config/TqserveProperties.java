@@ -178,6 +178,9 @@ public record TqserveProperties(@Valid @DefaultValue Model model, @Valid @Defaul
      * @param queueFullStatus     HTTP status of a request refused because its lane's queue is full: 429 (what OpenAI
      *                            clients expect) or 503 (for proxies that retry only 503 on another replica, such
      *                            as HAProxy 2.6)
+     * @param specialTokensInContent tokenize special-token text in messages, tool results, tool-call arguments and
+     *                            tools as the special tokens (off: as ordinary text, so a message cannot forge a
+     *                            turn; turn on only when every client is trusted)
      */
     public record Api(@DefaultValue List<String> keys, @DefaultValue("false") boolean strictModelId,
             @DefaultValue("512") @Min(1) int defaultMaxTokens, @DefaultValue("5s") @NotNull Duration keepAliveInterval,
@@ -186,7 +189,7 @@ public record TqserveProperties(@Valid @DefaultValue Model model, @Valid @Defaul
             @DefaultValue("1000") @Min(1) int maxMessages, @DefaultValue("1000000") @Min(1) int maxPromptChars,
             @DefaultValue("health") List<String> openActuator, @Valid @DefaultValue Cors cors,
             @DefaultValue List<String> allowedHosts, @Valid @DefaultValue Http http,
-            @DefaultValue("429") int queueFullStatus) {
+            @DefaultValue("429") int queueFullStatus, @DefaultValue("false") boolean specialTokensInContent) {
         public Api {
             if (queueFullStatus != 429 && queueFullStatus != 503) {
                 throw new IllegalArgumentException("tqserve.api.queue-full-status must be 429 or 503, not "

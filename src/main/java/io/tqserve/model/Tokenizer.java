@@ -1,11 +1,15 @@
 package io.tqserve.model;
 
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
+import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Comparator;
+import java.util.List;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -17,6 +21,8 @@ import java.util.OptionalInt;
 import java.util.Set;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.ObjectMapper;
+import tools.jackson.databind.node.ArrayNode;
+import tools.jackson.databind.node.ObjectNode;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
@@ -35,6 +41,8 @@ import tools.jackson.databind.json.JsonMapper;
 public final class Tokenizer implements AutoCloseable {
 
     private static final ObjectMapper JSON = JsonMapper.builder().build();
+    /** Starts a mark of {@link #markSpecialText} (a private-use character; the next one names the token). */
+    public static final char MARK = '\uE000';
 
     private final HuggingFaceTokenizer tokenizer;
     private final boolean addSpecialTokens;
@@ -43,10 +51,18 @@ public final class Tokenizer implements AutoCloseable {
     private final Set<Integer> specialTokenIds;
     private final OptionalInt bosTokenId;
     private final int[] eosTokenIds;
+    private final List<String> specialByLength; // special-token texts, longest first
+    private final byte[] plainJson;             // tokenizer.json without the special added tokens
+    private volatile HuggingFaceTokenizer plain; // built from plainJson on first use
 
     private Tokenizer(HuggingFaceTokenizer tokenizer, boolean addSpecialTokens, int vocabSize,
-            Map<String, Integer> specialTokens, OptionalInt bosTokenId, int[] eosTokenIds) {
+            Map<String, Integer> specialTokens, OptionalInt bosTokenId, int[] eosTokenIds, byte[] plainJson) {
         this.tokenizer = tokenizer;
+        this.plainJson = plainJson;
+        List<String> bySize = new ArrayList<>(specialTokens.keySet());
+        bySize.removeIf(String::isEmpty);
+        bySize.sort(Comparator.comparingInt(String::length).reversed());
+        this.specialByLength = List.copyOf(bySize);
         this.addSpecialTokens = addSpecialTokens;
         this.vocabSize = vocabSize;
         this.specialTokens = Collections.unmodifiableMap(specialTokens);
@@ -122,8 +138,15 @@ public final class Tokenizer implements AutoCloseable {
             hf.close();
             throw new IllegalStateException("DJL tokenizer kept truncation/padding on: " + state);
         }
+        ArrayNode kept = JSON.createArrayNode();
+        for (JsonNode token : tokenizerTree.path("added_tokens")) {
+            if (!token.path("special").asBoolean(false)) {
+                kept.add(token);
+            }
+        }
+        ((ObjectNode) tokenizerTree).set("added_tokens", kept);
         return new Tokenizer(hf, addSpecialTokens, ids.size(), special, bos,
-                eos.stream().mapToInt(Integer::intValue).toArray());
+                eos.stream().mapToInt(Integer::intValue).toArray(), JSON.writeValueAsBytes(tokenizerTree));
     }
 
     /**
@@ -156,6 +179,140 @@ public final class Tokenizer implements AutoCloseable {
             out[i] = Math.toIntExact(ids[i]);
         }
         return out;
+    }
+
+    /**
+     * Marks the special-token text inside {@code s} (text a client sent) so that {@link #encodeMarked} tokenizes it
+     * as ordinary text: each occurrence of a special token's text becomes {@link #MARK} and one private-use
+     * character naming the token, and a {@link #MARK} already in {@code s} is doubled. Marking is undone by
+     * {@link #unmark}; a string without special-token text or {@link #MARK} is returned as it is.
+     */
+    public String markSpecialText(String s) {
+        if (s.indexOf(MARK) < 0 && !containsSpecialText(s)) {
+            return s;
+        }
+        StringBuilder out = new StringBuilder(s.length() + 8);
+        int i = 0;
+        outer:
+        while (i < s.length()) {
+            char c = s.charAt(i);
+            if (c == MARK) {
+                out.append(MARK).append(MARK);
+                i++;
+                continue;
+            }
+            for (int k = 0; k < specialByLength.size(); k++) {
+                String t = specialByLength.get(k);
+                if (s.startsWith(t, i)) {
+                    out.append(MARK).append((char) (MARK + 1 + k));
+                    i += t.length();
+                    continue outer;
+                }
+            }
+            out.append(c);
+            i++;
+        }
+        return out.toString();
+    }
+
+    /** Whether {@code s} holds the text of a special token. */
+    public boolean containsSpecialText(String s) {
+        for (String t : specialByLength) {
+            if (s.contains(t)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** {@code s} with the marks of {@link #markSpecialText} replaced by the text they stand for. */
+    public String unmark(String s) {
+        int m = s.indexOf(MARK);
+        if (m < 0) {
+            return s;
+        }
+        StringBuilder out = new StringBuilder(s.length());
+        out.append(s, 0, m);
+        for (int i = m; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c == MARK && i + 1 < s.length()) {
+                char n = s.charAt(++i);
+                int k = n - MARK - 1;
+                out.append(n == MARK ? String.valueOf(MARK) : k >= 0 && k < specialByLength.size()
+                        ? specialByLength.get(k) : String.valueOf(c) + n);
+            } else {
+                out.append(c);
+            }
+        }
+        return out.toString();
+    }
+
+    /**
+     * Token ids of a text in which the parts a client sent were marked by {@link #markSpecialText}: special-token
+     * text outside the marks (the chat template's own markup) becomes the special tokens, the marked text is
+     * tokenized as ordinary text, as Hugging Face tokenizers do with {@code split_special_tokens=True} (the
+     * {@code tokenizers} library does not offer that per span, so the text is split at the template's special
+     * tokens here and each piece is encoded by a second tokenizer without the special added tokens). A text
+     * without marks is encoded exactly as {@link #encode(String)} does.
+     */
+    public int[] encodeMarked(String text) {
+        if (text.indexOf(MARK) < 0) {
+            return encode(text);
+        }
+        HuggingFaceTokenizer plainTokenizer = plainTokenizer();
+        List<Long> out = new ArrayList<>();
+        int start = 0;
+        int i = 0;
+        outer:
+        while (i < text.length()) {
+            if (text.charAt(i) == MARK) {
+                i += 2; // a mark and the character naming its token
+                continue;
+            }
+            for (String t : specialByLength) {
+                if (text.startsWith(t, i)) {
+                    addAll(out, plainTokenizer, unmark(text.substring(start, i)));
+                    out.add((long) specialTokens.get(t));
+                    i += t.length();
+                    start = i;
+                    continue outer;
+                }
+            }
+            i++;
+        }
+        addAll(out, plainTokenizer, unmark(text.substring(start)));
+        int[] ids = new int[out.size()];
+        for (int k = 0; k < ids.length; k++) {
+            ids[k] = Math.toIntExact(out.get(k));
+        }
+        return ids;
+    }
+
+    private static void addAll(List<Long> out, HuggingFaceTokenizer t, String text) {
+        if (!text.isEmpty()) {
+            for (long id : t.encode(text, false, false).getIds()) {
+                out.add(id);
+            }
+        }
+    }
+
+    private HuggingFaceTokenizer plainTokenizer() {
+        HuggingFaceTokenizer p = plain;
+        if (p == null) {
+            synchronized (this) {
+                p = plain;
+                if (p == null) {
+                    try {
+                        p = HuggingFaceTokenizer.newInstance(new ByteArrayInputStream(plainJson), Map.of(
+                                "addSpecialTokens", "false", "truncation", "false", "padding", "false"));
+                    } catch (IOException e) {
+                        throw new UncheckedIOException(e);
+                    }
+                    plain = p;
+                }
+            }
+        }
+        return p;
     }
 
     /** Text of {@code ids}, special tokens included (as Hugging Face's {@code decode} by default). */
@@ -221,6 +378,10 @@ public final class Tokenizer implements AutoCloseable {
     @Override
     public void close() {
         tokenizer.close();
+        HuggingFaceTokenizer p = plain;
+        if (p != null) {
+            p.close();
+        }
     }
 
     @Override

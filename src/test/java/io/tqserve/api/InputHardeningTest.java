@@ -205,7 +205,8 @@ class InputHardeningTest extends HardenedServingContext {
         // Prompt (3 tokens) + max_tokens up to the context (2048) is accepted; one more is not.
         var model = runtime.loaded().orElseThrow().model();
         RequestParser parser = new RequestParser(model.config().vocabSize(), 8, 4096);
-        PromptBuilder builder = new PromptBuilder(model, 512);
+        PromptBuilder builder = new PromptBuilder(new StructuredOutput(model), new ApiSettings(java.util.List.of(), false, 512,
+                java.time.Duration.ofSeconds(5), java.time.Duration.ofSeconds(1)));
         ParsedRequest atLimit = parser.parse(Json.read(completion(",\"max_tokens\":2045,\"stop\":\"" + "s".repeat(1024)
                 + "\",\"model\":\"" + "m".repeat(256) + "\"").getBytes(StandardCharsets.UTF_8)), Endpoint.COMPLETION,
                 null);

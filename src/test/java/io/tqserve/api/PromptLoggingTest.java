@@ -114,7 +114,7 @@ class PromptLoggingTest extends HardenedServingContext {
 
     @Test
     void withLogPromptsTheLineCarriesThePromptEscaped() {
-        ParsedRequest r = new ParsedRequest(Endpoint.COMPLETION, null, null, "x", null, 4, null, null, null, 0f, null,
+        ParsedRequest r = new ParsedRequest(Endpoint.COMPLETION, null, "x", null, 4, null, null, null, 0f, null,
                 0f, 0f, null, Map.of(), List.of(), false, false, -1, false, false, Optional.empty(), null);
         GenerationRequest gen = new GenerationRequest(new int[] {5, 6, 7}, SamplingParams.greedy(4));
         RouteDecision d = new RouteDecision(batchedLane(), RouteReason.SHORT_CONTEXT);

@@ -135,7 +135,8 @@ class SpringAiChatClientTest extends ServingTestContext {
 
         // the tool result is in the prompt the model answered: render that request as the server does
         Model served = runtime.loaded().orElseThrow().model();
-        int[] prompt = new PromptBuilder(served, 512).prepare(new RequestParser(served.config().vocabSize(), 256,
+        int[] prompt = new PromptBuilder(new StructuredOutput(served), new ApiSettings(List.of(), false,
+                512, java.time.Duration.ofSeconds(5), java.time.Duration.ofSeconds(1))).prepare(new RequestParser(served.config().vocabSize(), 256,
                 1 << 20).parse(secondSent, Endpoint.CHAT, null)).generation().promptTokens();
         JsonNode secondReply = exchanges.get(1)[1];
         assertThat(secondReply.get("usage").get("prompt_tokens").asInt()).isEqualTo(prompt.length);

@@ -212,8 +212,8 @@ class ToolsSdkTest extends ServingTestContext {
         for (String[] c : new String[][] {{",\"n\":2", "n"}, {",\"audio\":{\"voice\":\"alloy\"}", "audio"},
                 {",\"modalities\":[\"text\",\"audio\"]", "modalities"},
                 {",\"prediction\":{\"type\":\"content\",\"content\":\"x\"}", "prediction"},
-                {",\"web_search_options\":{}", "web_search_options"}, {",\"reasoning_effort\":\"low\"",
-                    "reasoning_effort"}}) {
+                {",\"web_search_options\":{}", "web_search_options"}, {",\"reasoning_effort\":\"extreme\"",
+                    "reasoning_effort"}, {",\"chat_template_kwargs\":{\"tools\":[]}", "chat_template_kwargs"}}) {
             var r = post("/v1/chat/completions", chatBody(c[0]));
             assertThat(r.statusCode()).as(c[1]).isEqualTo(400);
             JsonNode e = JSON.readTree(r.body()).get("error");

@@ -1,0 +1,125 @@
+package io.tqserve.toolcall;
+
+import io.tqserve.model.Tokenizer;
+import io.tqserve.template.ChatTemplate;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalInt;
+
+/**
+ * Everything a served model's chat template implies, worked out once per model: the compiled template, its
+ * tool-call format (an entry of the {@link ToolCallFormat} table: markers, whether they are special tokens, the
+ * parse function, the grammar of a call), its reasoning markers and the token that closes reasoning, and the
+ * special tokens, which may come only from the template and never from a client's text.
+ *
+ * <p>Every endpoint renders a {@link Conversation} through {@link #render}, so chat completions and
+ * {@code /tokenize} produce the same tokens for the same conversation.
+ */
+public final class ChatFormat {
+    private final ChatTemplate template;
+    private final Tokenizer tokenizer;
+    private final ToolCallFormat tools;
+    private final Reasoning reasoning;
+
+    /**
+     * How a template marks reasoning.
+     *
+     * @param start    the text that opens a reasoning block ({@code <think>})
+     * @param end      the text that closes it ({@code </think>})
+     * @param endToken the single token of {@code end}, or -1 when it is several tokens
+     */
+    public record Reasoning(String start, String end, int endToken) {
+    }
+
+    /** A rendered conversation. */
+    public record Prompt(String text, int[] tokens) {
+    }
+
+    private ChatFormat(ChatTemplate template, Tokenizer tokenizer, ToolCallFormat tools, Reasoning reasoning) {
+        this.template = template;
+        this.tokenizer = tokenizer;
+        this.tools = tools;
+        this.reasoning = reasoning;
+    }
+
+    /** The chat format of a model; {@code template} may be null (the model cannot chat). */
+    public static ChatFormat of(ChatTemplate template, Tokenizer tokenizer) {
+        if (template == null) {
+            return new ChatFormat(null, tokenizer, null, null);
+        }
+        String source = template.source();
+        Reasoning reasoning = null;
+        for (List<String> markers : REASONING_MARKERS) {
+            if (source.contains(markers.get(0)) && source.contains(markers.get(1))) {
+                int[] ids = tokenizer.encode(markers.get(1));
+                reasoning = new Reasoning(markers.get(0), markers.get(1), ids.length == 1 ? ids[0] : -1);
+                break;
+            }
+        }
+        return new ChatFormat(template, tokenizer, ToolCallFormat.detect(source).orElse(null), reasoning);
+    }
+
+    /** Reasoning markers that templates use, start and end; the first pair the template's text holds wins. */
+    private static final List<List<String>> REASONING_MARKERS = List.of(List.of("<think>", "</think>"));
+
+    /** The compiled template, or null. */
+    public ChatTemplate template() {
+        return template;
+    }
+
+    /** The template's tool-call format, or empty if it cannot render tools. */
+    public Optional<ToolCallFormat> tools() {
+        return Optional.ofNullable(tools);
+    }
+
+    /** The template's reasoning markers, or empty if it does not reason in blocks. */
+    public Optional<Reasoning> reasoning() {
+        return Optional.ofNullable(reasoning);
+    }
+
+    /** The token that closes reasoning (a constraint starts after it), if it is one token. */
+    public OptionalInt reasoningEndToken() {
+        return reasoning == null || reasoning.endToken() < 0 ? OptionalInt.empty()
+                : OptionalInt.of(reasoning.endToken());
+    }
+
+    /**
+     * Renders a conversation and tokenizes it. The special-token text in the conversation's strings (contents, tool
+     * results, tool-call arguments, tool definitions) is tokenized as ordinary text unless
+     * {@code specialTokensInContent}: only the template can write a special token, so no message can forge a turn.
+     *
+     * @throws io.tqserve.template.TemplateException when the template raises or fails on the conversation
+     */
+    public Prompt render(Conversation c, boolean addGenerationPrompt, boolean specialTokensInContent) {
+        if (specialTokensInContent) {
+            String text = template.render(c.messages(), c.tools(), addGenerationPrompt, c.templateKwargs());
+            return new Prompt(text, tokenizer.encode(text));
+        }
+        List<?> messages = (List<?>) mark(c.messages());
+        List<?> tools = c.tools() == null ? null : (List<?>) mark(c.tools());
+        String marked = template.render(messages, tools, addGenerationPrompt, c.templateKwargs());
+        return new Prompt(tokenizer.unmark(marked), tokenizer.encodeMarked(marked));
+    }
+
+    /** A copy of a JSON-like value with every string (keys too) marked by the tokenizer. */
+    private Object mark(Object v) {
+        return switch (v) {
+            case String s -> tokenizer.markSpecialText(s);
+            case Map<?, ?> m -> {
+                Map<Object, Object> out = new LinkedHashMap<>();
+                m.forEach((k, x) -> out.put(k instanceof String ks ? tokenizer.markSpecialText(ks) : k,
+                        x == null ? null : mark(x)));
+                yield out;
+            }
+            case List<?> l -> {
+                List<Object> out = new ArrayList<>(l.size());
+                l.forEach(x -> out.add(x == null ? null : mark(x)));
+                yield out;
+            }
+            default -> v;
+        };
+    }
+}
