@@ -11,6 +11,8 @@ final class BenchCommand {
                                        [--backend auto|cpu|mlx] [--mlx-library FILE] [--mlx-dtype native|float32]
                    tqserve bench prefix [--model DIR] [--prefix-tokens N] [--kv SCHEME] [--threads N]
                    tqserve bench constraint [--model DIR] [--rounds 20] [--max-tokens 160] [--threads N]
+                   tqserve bench constraint --maskbench DIR [--tokenizer DIR_OR_FILE] [--limit N] [--only TEXT]
+                                            [--timeout-ms 10000] [--failures FILE] [--clock cpu|wall]
                    tqserve bench load [--clients 64] [--duration 60] [--max-tokens 64] [--seed 1] [--model DIR] [--threads N] [--kv-scheme S]
             """;
 
