@@ -7,7 +7,11 @@ public final class TqserveMain {
     static final String DEFAULT_MODEL = "models/tiny-llama-h128";
     static final String USAGE = """
             usage: tqserve [verb] [options]
-              (no verb) | serve [--key=value ...]   serve the model over the OpenAI-compatible API (Spring-style overrides)
+              (no verb) | serve [--config FILE] [--service] [--key=value ...]
+                                                    serve the model over the OpenAI-compatible API (Spring-style
+                                                    overrides; --service logs to rolling files)
+              config init [--out FILE] | config check [FILE]   write a starter config file / validate one
+              service install|uninstall|status      run the server as a LaunchAgent (macOS) / systemd user unit
               generate --prompt TEXT [...]          generate text on the command line
               eval kv-curve [...]                   KV-scheme quality curve (KL vs effective bits)
               quantize --model DIR --bits 4|8 --out DIR [...]  write an MLX-format quantized copy of a model
@@ -32,11 +36,25 @@ public final class TqserveMain {
         }
     }
 
+    /**
+     * The Spring settings of a verb that starts a Spring context: the verbs' Logback file as {@code logging.config}
+     * (Spring Boot ignores {@code logback.configurationFile}, with a warning on stdout, so that property is cleared).
+     */
+    static java.util.Map<String, Object> springCliLogging() {
+        if (CLI_LOGGING.equals(System.getProperty("logback.configurationFile"))) {
+            System.clearProperty("logback.configurationFile");
+        }
+        return java.util.Map.of("logging.config", "classpath:" + CLI_LOGGING);
+    }
+
     public static void main(String[] args) {
         String verb = args.length == 0 || args[0].startsWith("--") ? "serve" : args[0];
         if (verb.equals("serve")) {
             try {
                 ServeCommand.start(args);
+            } catch (IllegalArgumentException e) {
+                System.err.println("tqserve: " + e.getMessage());
+                System.exit(2);
             } catch (RuntimeException e) {
                 // Spring Boot has printed its failure report (naming the setting to change) already.
                 System.exit(1);
@@ -51,6 +69,8 @@ public final class TqserveMain {
                 case "bench" -> BenchCommand.run(args);
                 case "eval" -> EvalCommand.run(args);
                 case "quantize" -> QuantizeCommand.run(args);
+                case "config" -> ConfigCommand.run(args);
+                case "service" -> ServiceCommand.run(args);
                 case "help", "-h", "--help" -> {
                     System.out.print(USAGE);
                     yield 0;

@@ -57,9 +57,17 @@ public class ServingConfiguration {
     @Bean
     StartupValidator.Plan servingPlan(TqserveProperties props) {
         StartupValidator.Plan plan = StartupValidator.validate(props);
-        KvMemoryCheck.checkThisMachine(plan.plans(), props.lanes().batched().maxBatch(), weights(plan).bytes())
-                .ifPresent(LoggerFactory.getLogger(KvMemoryCheck.class)::warn);
+        memoryWarning(props, plan).ifPresent(LoggerFactory.getLogger(KvMemoryCheck.class)::warn);
         return plan;
+    }
+
+    /**
+     * The KV budgets and weights against this machine's memory ({@link KvMemoryCheck}): a warning at startup, a
+     * problem for {@code config check} and {@code doctor}.
+     */
+    static java.util.Optional<String> memoryWarning(TqserveProperties props, StartupValidator.Plan plan) {
+        return KvMemoryCheck.checkThisMachine(plan.plans(), props.lanes().batched().maxBatch(),
+                weights(plan).bytes());
     }
 
     /** The weights' bytes and format, read from the model folder before loading (info, metrics, memory check). */

@@ -107,9 +107,11 @@ public final class StartupValidator {
         switch (scheme) {
             case KvScheme.Turbo t -> {
                 if (!KvLayout.TURBO_HEAD_DIMS.contains(headDim) || headDim % KvLayout.TURBO_GROUP != 0) {
+                    String others = headDim % KvScheme.Uniform.GROUP == 0 ? "int8, int4 or bf16" : "bf16";
                     throw new StartupValidationException("head_dim " + headDim
                             + " is not supported by the turbo KV scheme (needs 64, 128, 256 or 512); "
-                            + "set tqserve.lanes.turbo.enabled=false or serve another model");
+                            + "set tqserve.kv.scheme to " + others
+                            + ", set tqserve.lanes.turbo.enabled=false or serve another model");
                 }
             }
             case KvScheme.Uniform u -> {

@@ -16,7 +16,7 @@ import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 /** Startup fails, naming the setting to change, on configurations that cannot be served. */
 class StartupValidationTest {
     static final String HEAD_DIM_96_MESSAGE = "head_dim 96 is not supported by the turbo KV scheme (needs 64, 128, "
-            + "256 or 512); set tqserve.lanes.turbo.enabled=false or serve another model";
+            + "256 or 512); set tqserve.kv.scheme to bf16, set tqserve.lanes.turbo.enabled=false or serve another model";
 
     @TempDir
     static Path tmp;
