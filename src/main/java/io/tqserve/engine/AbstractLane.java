@@ -8,6 +8,7 @@ import io.tqserve.kv.store.KvSnapshot;
 import io.tqserve.kv.store.PromptCache;
 import io.tqserve.kv.store.SnapshotException;
 import io.tqserve.model.Model;
+import io.tqserve.model.Transformer;
 import java.util.List;
 import java.util.concurrent.BlockingDeque;
 import java.util.concurrent.LinkedBlockingDeque;
@@ -30,6 +31,11 @@ abstract class AbstractLane implements Lane {
     protected volatile StepHook stepHook = StepHook.NONE;
     protected volatile PromptCache promptCache;
     protected volatile LaneObserver observer = LaneObserver.NONE;
+    protected volatile PromptLookup promptLookup = PromptLookup.OFF;
+    private final AtomicLong draftTokens = new AtomicLong();
+    private final AtomicLong acceptedDraftTokens = new AtomicLong();
+    private final AtomicLong verificationPasses = new AtomicLong();
+    private final AtomicLong verifiedTokens = new AtomicLong();
     protected final Thread thread;
 
     AbstractLane(Model model, KvScheme scheme, long kvBudgetBytes, int queueCapacity, String threadName) {
@@ -56,6 +62,85 @@ abstract class AbstractLane implements Lane {
     /** Installs the observer told when each sequence leaves the lane (metrics). */
     public void setObserver(LaneObserver observer) {
         this.observer = observer == null ? LaneObserver.NONE : observer;
+    }
+
+    /** Installs prompt-lookup speculation ({@link PromptLookup#OFF} turns it off). */
+    public void setPromptLookup(PromptLookup lookup) {
+        this.promptLookup = lookup == null ? PromptLookup.OFF : lookup;
+    }
+
+    @Override
+    public long draftTokensProposed() {
+        return draftTokens.get();
+    }
+
+    @Override
+    public long draftTokensAccepted() {
+        return acceptedDraftTokens.get();
+    }
+
+    @Override
+    public long verificationPasses() {
+        return verificationPasses.get();
+    }
+
+    @Override
+    public long verificationTokens() {
+        return verifiedTokens.get();
+    }
+
+    /**
+     * Proposes a draft for {@code seq}'s next decode step when speculation applies to it (CPU caches only: a device
+     * step samples on the device) and returns the step's chunk: the last token alone, or the last token and the
+     * draft with logits for every row.
+     */
+    protected Transformer.Chunk decodeChunk(Sequence seq) {
+        if (seq.deviceSampler == null && !model.transformer().runsOnDevice(seq.cache)
+                && seq.proposeDraft(promptLookup) > 0) {
+            int[] in = seq.verificationInput();
+            return new Transformer.Chunk(seq.cache, in, 0, in.length, true);
+        }
+        seq.drafted = 0;
+        return Transformer.Chunk.of(seq.cache, new int[] {seq.lastToken});
+    }
+
+    /**
+     * Consumes a decode step's logits: a plain step's one row, or a verification pass's rows (row i follows input i:
+     * the last token, then the draft). Row i is sampled exactly as a plain decode step would sample it; draft token
+     * i+1 is kept when that sample equals it, and the first mismatch (or the row after the whole draft) ends the
+     * pass. At temperature 0 this keeps the greedy output; otherwise it is the exact rejection sampling of a
+     * deterministic draft (accept d with probability p(d), else draw from p without d), in one draw per emitted
+     * token, so a seed gives the same tokens with or without drafts. The cache then drops the rejected tokens.
+     *
+     * @return whether the sequence finished
+     */
+    protected boolean decodeStep(Sequence seq, float[] logits, int off) {
+        int drafted = seq.drafted;
+        if (drafted == 0) {
+            return step(seq, logits, off);
+        }
+        seq.drafted = 0;
+        int vocab = model.config().vocabSize();
+        int base = seq.cache.length() - drafted - 1; // the cache before the pass
+        int accepted = 0;
+        boolean finished = false;
+        for (int i = 0; i <= drafted; i++) {
+            seq.aheadInCache = drafted - i; // rows after this one are not the sequence's yet
+            finished = step(seq, logits, off + i * vocab);
+            if (finished || i == drafted || seq.lastToken != seq.draft[i]) {
+                break;
+            }
+            accepted++;
+        }
+        seq.aheadInCache = 0;
+        if (!finished && seq.cache != null) {
+            seq.cache.truncate(base + 1 + accepted);
+        }
+        draftTokens.addAndGet(drafted);
+        acceptedDraftTokens.addAndGet(accepted);
+        verificationPasses.incrementAndGet();
+        verifiedTokens.addAndGet(accepted + 1L);
+        return finished;
     }
 
     @Override

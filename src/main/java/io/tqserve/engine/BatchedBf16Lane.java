@@ -145,7 +145,7 @@ public final class BatchedBf16Lane extends AbstractLane {
             } else if (s.deviceSampler != null) {
                 chunks.add(Transformer.Chunk.sampled(s.cache, s.lastToken, s.deviceSampler));
             } else {
-                chunks.add(Transformer.Chunk.of(s.cache, new int[] {s.lastToken}));
+                chunks.add(decodeChunk(s));
             }
             owners.add(s);
         }
@@ -343,12 +343,16 @@ public final class BatchedBf16Lane extends AbstractLane {
         }
         int vocab = model.config().vocabSize();
         DeviceSample[] sampled = new DeviceSample[chunks.size()];
+        int[] offsets = new int[chunks.size()]; // a verification pass has a row per input token
+        int rows = 0;
         for (int i = 0; i < chunks.size(); i++) {
             sampled[i] = state.sample(i);
+            offsets[i] = rows * vocab;
+            rows += chunks.get(i).allLogits() ? chunks.get(i).count() : 1;
         }
-        presample(chunks, owners, logits, vocab, sampled);
+        presample(chunks, owners, logits, offsets, sampled);
         for (int i = 0; i < chunks.size(); i++) {
-            consume(owners.get(i), chunks.get(i), logits, i * vocab, sampled[i]);
+            consume(owners.get(i), chunks.get(i), logits, offsets[i], sampled[i]);
         }
     }
 
@@ -358,7 +362,7 @@ public final class BatchedBf16Lane extends AbstractLane {
      * and on the lane thread alone it would leave the kernel threads idle. {@link #consume} then hands the tokens out
      * in order on this thread; each sequence's tokens do not depend on where it sampled, its sampler being its own.
      */
-    private void presample(List<Transformer.Chunk> chunks, List<Sequence> owners, float[] logits, int vocab,
+    private void presample(List<Transformer.Chunk> chunks, List<Sequence> owners, float[] logits, int[] offsets,
             DeviceSample[] sampled) {
         int[] sampling = new int[chunks.size()];
         int n = 0;
@@ -372,7 +376,7 @@ public final class BatchedBf16Lane extends AbstractLane {
         if (n < 2) {
             return;
         }
-        model.transformer().backend().parallelFor(n, j -> owners.get(sampling[j]).presample(logits, sampling[j] * vocab));
+        model.transformer().backend().parallelFor(n, j -> owners.get(sampling[j]).presample(logits, offsets[sampling[j]]));
     }
 
     private void consume(Sequence s, Transformer.Chunk chunk, float[] logits, int off, DeviceSample sampled) {
@@ -392,7 +396,7 @@ public final class BatchedBf16Lane extends AbstractLane {
             }
         }
         if (!s.cancelled()) {
-            step(s, logits, off);
+            decodeStep(s, logits, off);
         }
     }
 

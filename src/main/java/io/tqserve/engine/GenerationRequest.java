@@ -15,9 +15,11 @@ import java.util.function.Consumer;
  * @param cacheNamespace the prompt-cache namespace the request reads and fills ({@code PromptCache.SHARED} = "",
  *                     or 32 hex characters): prefixes cached by other namespaces are never reused
  * @param output       constraint and special-token handling of the output
+ * @param speculative  the lane may verify prompt-lookup drafts for this request (the output is the same either way;
+ *                     false opts out)
  */
 public record GenerationRequest(int[] promptTokens, SamplingParams params, KvSnapshot resumeFrom,
-        Consumer<KvSnapshot> capture, String cacheNamespace, OutputRules output) {
+        Consumer<KvSnapshot> capture, String cacheNamespace, OutputRules output, boolean speculative) {
     public GenerationRequest {
         output = output == null ? OutputRules.NONE : output;
         if (output.constraint() != null && params.ignoreEos()) {
@@ -36,6 +38,12 @@ public record GenerationRequest(int[] promptTokens, SamplingParams params, KvSna
                 throw new IllegalArgumentException("the prompt does not start with the snapshot's tokens");
             }
         }
+    }
+
+    /** Speculation allowed. */
+    public GenerationRequest(int[] promptTokens, SamplingParams params, KvSnapshot resumeFrom,
+            Consumer<KvSnapshot> capture, String cacheNamespace, OutputRules output) {
+        this(promptTokens, params, resumeFrom, capture, cacheNamespace, output, true);
     }
 
     /** Free output. */
@@ -62,7 +70,12 @@ public record GenerationRequest(int[] promptTokens, SamplingParams params, KvSna
 
     /** This request in another prompt-cache namespace. */
     public GenerationRequest withCacheNamespace(String namespace) {
-        return new GenerationRequest(promptTokens, params, resumeFrom, capture, namespace, output);
+        return new GenerationRequest(promptTokens, params, resumeFrom, capture, namespace, output, speculative);
+    }
+
+    /** This request with prompt-lookup speculation allowed or not. */
+    public GenerationRequest withSpeculative(boolean allowed) {
+        return new GenerationRequest(promptTokens, params, resumeFrom, capture, cacheNamespace, output, allowed);
     }
 
     /** Tokens this request may hold in its KV cache at worst: prompt + max_tokens. */

@@ -69,4 +69,24 @@ public interface Lane extends AutoCloseable {
     /** Stops taking requests, ends running sequences with an error event, frees all KV memory. */
     @Override
     void close();
+
+    /** Draft tokens prompt lookup proposed for verification so far. */
+    default long draftTokensProposed() {
+        return 0;
+    }
+
+    /** Draft tokens that sampling confirmed (each saved a forward pass). */
+    default long draftTokensAccepted() {
+        return 0;
+    }
+
+    /** Forward passes that verified a draft. */
+    default long verificationPasses() {
+        return 0;
+    }
+
+    /** Tokens those passes emitted (accepted drafts plus the token each pass samples itself). */
+    default long verificationTokens() {
+        return 0;
+    }
 }

@@ -40,6 +40,10 @@ final class Sequence {
     int cachedTokens;       // prompt tokens restored from the prompt cache
     float[] readyLogits;    // next-token logits restored with a whole cached prompt (nothing left to prefill)
     long accountedKvBytes;  // this cache's bytes counted in the lane's kvBytesUsed
+    private final int[] history; // prompt + output tokens, for prompt-lookup drafting (null when the request opted out)
+    private int historyLength;
+    final int[] draft;      // draft tokens fed after lastToken in the pending verification pass
+    int drafted;            // how many of draft[] the pending pass verifies (0: a plain decode step)
     FinishReason outcome;   // set when the sequence finishes or fails
     boolean released;       // KV memory and budget given back (once)
     private volatile boolean cancelled;
@@ -61,6 +65,44 @@ final class Sequence {
         this.stops = new StopMatcher(request.params().stop());
         this.eos = eos;
         this.contextLimit = contextLimit;
+        this.draft = new int[request.speculative() ? Math.min(MAX_DRAFT, request.params().maxTokens()) : 0];
+        if (request.speculative()) {
+            history = new int[prompt.length + request.params().maxTokens()];
+            System.arraycopy(prompt, 0, history, 0, prompt.length);
+            historyLength = prompt.length;
+        } else {
+            history = null;
+        }
+    }
+
+    /** Most draft tokens one verification pass takes (a bound on the extra rows a sequence adds to a pass). */
+    static final int MAX_DRAFT = 16;
+
+    /**
+     * Proposes the draft of the next decode step into {@link #draft} and sets {@link #drafted}: tokens the prompt
+     * lookup finds after an earlier occurrence of the sequence's last tokens, never more than the tokens it may
+     * still generate or its cache may still hold. 0 when the request opted out.
+     */
+    int proposeDraft(PromptLookup lookup) {
+        drafted = 0;
+        if (draft.length == 0 || !lookup.enabled() || cache == null) {
+            return 0;
+        }
+        int limit = Math.min(request.params().maxTokens() - generated - 1,
+                Math.min(cache.maxTokens(), contextLimit) - cache.length() - 1);
+        if (limit <= 0) {
+            return 0;
+        }
+        drafted = lookup.propose(history, historyLength, draft, limit);
+        return drafted;
+    }
+
+    /** The input of a verification pass: the last token, then the draft. */
+    int[] verificationInput() {
+        int[] in = new int[drafted + 1];
+        in[0] = lastToken;
+        System.arraycopy(draft, 0, in, 1, drafted);
+        return in;
     }
 
     void cancel() {
@@ -151,6 +193,9 @@ final class Sequence {
     private boolean onToken(int token, float logprob, List<GenerationEvent.TopLogprob> top) {
         SamplingParams p = request.params();
         sampler.accept(token);
+        if (history != null && historyLength < history.length) {
+            history[historyLength++] = token;
+        }
         if (constraint != null) {
             constraint.advance(token);
         }
@@ -177,7 +222,7 @@ final class Sequence {
         if (constraint == null) {
             return sampler.sample(logits, off);
         }
-        int remaining = Math.min(request.params().maxTokens() - generated, contextLimit - cache.length());
+        int remaining = Math.min(request.params().maxTokens() - generated, contextLimit - (cache.length() - aheadInCache));
         return sampler.sample(logits, off, constraint, Math.max(1, remaining));
     }
 

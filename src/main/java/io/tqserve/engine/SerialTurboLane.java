@@ -13,7 +13,6 @@ import java.util.List;
  */
 public final class SerialTurboLane extends AbstractLane {
     private final ForwardState state;
-    private final int[] one = new int[1];
     private volatile Sequence current;
 
     public SerialTurboLane(Model model, KvScheme scheme, long kvBudgetBytes, int queueCapacity) {
@@ -57,10 +56,9 @@ public final class SerialTurboLane extends AbstractLane {
             boolean finished = seq.cancelled() || (seq.readyLogits == null && afterPrefill(seq, logits, 0))
                     || step(seq, logits, 0);
             while (!finished && !seq.cancelled() && !closed) {
-                one[0] = seq.lastToken;
-                logits = t.forward(state, List.of(Transformer.Chunk.of(seq.cache, one)));
+                logits = t.forward(state, List.of(decodeChunk(seq)));
+                finished = decodeStep(seq, logits, 0);
                 updateKvBytes(List.of(seq));
-                finished = step(seq, logits, 0);
             }
             if (closed && !seq.done()) {
                 seq.fail("the server is shutting down", "server_shutdown");
