@@ -89,18 +89,20 @@ public final class GenerationHandler {
             PromptBuilder builder = new PromptBuilder(structuredOutput(loaded.model()), settings);
             String tenant = Tenant.of(request.exchange());
             AtomicReference<String> cacheNamespace = new AtomicReference<>(tenant);
+            java.util.concurrent.atomic.AtomicBoolean speculative = new java.util.concurrent.atomic.AtomicBoolean(true);
             return Json.body(request)
                     .map(body -> {
                         JsonNode json = Json.read(body);
                         ParsedRequest parsed = parser.parse(json, endpoint, laneHeader);
                         cacheNamespace.set(Tenant.cacheNamespace(tenant, json));
+                        speculative.set(Speculation.allowed(json));
                         return parsed;
                     })
                     .doOnNext(this::checkModel)
                     .publishOn(scheduler)
                     .map(p -> builder.prepare(p, p.kvSnapshot() == null ? null
                             : snapshots.resolve(p.kvSnapshot(), tenant, loaded.model()))
-                            .withCacheNamespace(cacheNamespace.get()))
+                            .withCacheNamespace(cacheNamespace.get()).withSpeculative(speculative.get()))
                     .flatMap(p -> respond(p, loaded, arrival, request.exchange().getResponse().getHeaders()));
         });
     }

@@ -28,6 +28,10 @@ final class PromptBuilder {
         Prepared withCacheNamespace(String namespace) {
             return new Prepared(request, echoText, generation.withCacheNamespace(namespace), plan);
         }
+
+        Prepared withSpeculative(boolean allowed) {
+            return new Prepared(request, echoText, generation.withSpeculative(allowed), plan);
+        }
     }
 
     private final Model model;

@@ -108,6 +108,7 @@ public final class ModelLoader implements SmartLifecycle {
                                     props.lanes().turbo().queueCapacity());
                             l.setObserver(laneObserver);
                             l.setPromptCache(promptCache(m, lp.scheme()));
+                            l.setPromptLookup(props.lanes().speculative().lookup());
                             l.start();
                             yield l;
                         }
@@ -118,6 +119,7 @@ public final class ModelLoader implements SmartLifecycle {
                                             : c.prefillChunk(), c.prefillsPerStep());
                             l.setObserver(laneObserver);
                             l.setPromptCache(promptCache(m, lp.scheme()));
+                            l.setPromptLookup(props.lanes().speculative().lookup());
                             l.start();
                             yield l;
                         }

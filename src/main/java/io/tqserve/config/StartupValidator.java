@@ -61,6 +61,11 @@ public final class StartupValidator {
             throw new StartupValidationException(
                     "both lanes are disabled; set tqserve.lanes.turbo.enabled=true or tqserve.lanes.batched.enabled=true");
         }
+        TqserveProperties.Speculative spec = lanes.speculative();
+        if (spec.maxNgram() < spec.minNgram()) {
+            throw new StartupValidationException("tqserve.lanes.speculative.max-ngram (" + spec.maxNgram()
+                    + ") is below tqserve.lanes.speculative.min-ngram (" + spec.minNgram() + "); raise max-ngram");
+        }
         RoutingPolicy policy = p.routing().policy();
         if (policy == RoutingPolicy.TURBO && !lanes.turbo().enabled()) {
             throw new StartupValidationException("tqserve.routing.policy=turbo needs the turbo lane; set "

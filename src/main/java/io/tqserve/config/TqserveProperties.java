@@ -90,7 +90,25 @@ public record TqserveProperties(@Valid @DefaultValue Model model, @Valid @Defaul
     public record Kv(@DefaultValue("turbo:k8v3") @NotNull KvScheme scheme) {
     }
 
-    public record Lanes(@Valid @DefaultValue Turbo turbo, @Valid @DefaultValue Batched batched) {
+    public record Lanes(@Valid @DefaultValue Turbo turbo, @Valid @DefaultValue Batched batched,
+            @Valid @DefaultValue Speculative speculative) {
+    }
+
+    /**
+     * Prompt-lookup speculation on both lanes (CPU backend): drafts copied from the prompt and output where the last
+     * tokens recur, verified in one forward pass; the output is the same as without it.
+     *
+     * @param enabled  propose and verify drafts (a request opts out with {@code "tqserve_speculative": false})
+     * @param minNgram shortest run of last tokens looked up
+     * @param maxNgram longest run of last tokens looked up (the longest match wins)
+     * @param maxDraft most draft tokens verified in one pass
+     */
+    public record Speculative(@DefaultValue("true") boolean enabled, @DefaultValue("2") @Min(1) int minNgram,
+            @DefaultValue("4") @Min(1) int maxNgram, @DefaultValue("8") @Min(1) @Max(16) int maxDraft) {
+        public io.tqserve.engine.PromptLookup lookup() {
+            return enabled ? new io.tqserve.engine.PromptLookup(minNgram, maxNgram, maxDraft)
+                    : io.tqserve.engine.PromptLookup.OFF;
+        }
     }
 
     /**

@@ -135,6 +135,7 @@ abstract class AbstractLane implements Lane {
         seq.aheadInCache = 0;
         if (!finished && seq.cache != null) {
             seq.cache.truncate(base + 1 + accepted);
+            seq.draftOutcome(accepted, drafted);
         }
         draftTokens.addAndGet(drafted);
         acceptedDraftTokens.addAndGet(accepted);

@@ -44,6 +44,9 @@ final class Sequence {
     private int historyLength;
     final int[] draft;      // draft tokens fed after lastToken in the pending verification pass
     int drafted;            // how many of draft[] the pending pass verifies (0: a plain decode step)
+    private int draftLimit = MAX_DRAFT; // adaptive cap on the next draft (see draftOutcome)
+    private int backoff;    // decode steps to skip drafting after a draft of one token failed, doubling per failure
+    private int skipDrafts; // steps left to skip
     FinishReason outcome;   // set when the sequence finishes or fails
     boolean released;       // KV memory and budget given back (once)
     private volatile boolean cancelled;
@@ -88,13 +91,38 @@ final class Sequence {
         if (draft.length == 0 || !lookup.enabled() || cache == null) {
             return 0;
         }
-        int limit = Math.min(request.params().maxTokens() - generated - 1,
-                Math.min(cache.maxTokens(), contextLimit) - cache.length() - 1);
+        if (skipDrafts > 0) {
+            skipDrafts--;
+            return 0;
+        }
+        int limit = Math.min(Math.min(request.params().maxTokens() - generated - 1,
+                Math.min(cache.maxTokens(), contextLimit) - cache.length() - 1), draftLimit);
         if (limit <= 0) {
             return 0;
         }
         drafted = lookup.propose(history, historyLength, draft, limit);
         return drafted;
+    }
+
+    /**
+     * Adapts the next drafts to how this one fared, so that a sequence whose history does not predict it stops
+     * paying for verification rows: a fully accepted draft doubles the cap (up to the lookup's max-draft), a partly
+     * accepted one sets it to what was accepted plus one, a rejected one halves it; a rejected one-token draft also
+     * skips drafting for 1, 2, 4 … 16 steps. Drafting never changes the output, only the passes it takes.
+     */
+    void draftOutcome(int accepted, int proposed) {
+        if (accepted == proposed) {
+            draftLimit = Math.min(MAX_DRAFT, draftLimit * 2);
+            backoff = 0;
+        } else if (accepted > 0) {
+            draftLimit = accepted + 1;
+            backoff = 0;
+        } else if (draftLimit > 1) {
+            draftLimit /= 2;
+        } else {
+            backoff = Math.min(16, Math.max(1, backoff * 2));
+            skipDrafts = backoff;
+        }
     }
 
     /** The input of a verification pass: the last token, then the draft. */

@@ -61,6 +61,14 @@ public final class ServingMetrics implements LaneObserver, RequestObserver {
                     .description("prompt-cache lookups that reused a prefix").tags("lane", lane).register(registry);
             laneGauge(registry, runtime, kind, "tqserve.prefix.cache.bytes", "prompt-cache bytes held in memory",
                     l -> l.promptCache().map(c -> (double) c.memoryBytes()).orElse(0.0));
+            laneCounter(registry, runtime, kind, "tqserve.speculative.draft.tokens",
+                    "prompt-lookup draft tokens verified", Lane::draftTokensProposed);
+            laneCounter(registry, runtime, kind, "tqserve.speculative.accepted.tokens",
+                    "draft tokens sampling confirmed (acceptance rate = accepted / draft)", Lane::draftTokensAccepted);
+            laneCounter(registry, runtime, kind, "tqserve.speculative.passes", "forward passes that verified a draft",
+                    Lane::verificationPasses);
+            laneCounter(registry, runtime, kind, "tqserve.speculative.emitted.tokens",
+                    "tokens those passes emitted (speed-up per pass = emitted / passes)", Lane::verificationTokens);
             laneGauge(registry, runtime, kind, "tqserve.requests.running", "sequences running", Lane::running);
             laneGauge(registry, runtime, kind, "tqserve.requests.waiting", "requests queued", Lane::waiting);
 
@@ -123,6 +131,13 @@ public final class ServingMetrics implements LaneObserver, RequestObserver {
             String description, ToDoubleFunction<Lane> value) {
         Gauge.builder(name, runtime, r -> r.lane(kind).map(value::applyAsDouble).orElse(0.0))
                 .description(description).tags("lane", kind.wireName()).strongReference(true).register(registry);
+    }
+
+    private static void laneCounter(MeterRegistry registry, ServingRuntime runtime, Lane.Kind kind, String name,
+            String description, ToDoubleFunction<Lane> value) {
+        io.micrometer.core.instrument.FunctionCounter.builder(name, runtime,
+                        r -> r.lane(kind).map(value::applyAsDouble).orElse(0.0))
+                .description(description).tags("lane", kind.wireName()).register(registry);
     }
 
     private static Timer timer(MeterRegistry registry, String name, String description, String lane) {

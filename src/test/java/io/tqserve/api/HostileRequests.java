@@ -40,6 +40,7 @@ final class HostileRequests {
             "stream", "\"yes\"", "1", "[]",
             "stream_options", "\"x\"", "{\"include_usage\":\"yes\"}", "[]", "1",
             "tqserve_lane", "\"fast\"", "1", "\"TURBOX\"",
+            "tqserve_speculative", "\"no\"", "1", "[]",
             "model", "1", "[]", "{}", "\"" + "m".repeat(300) + "\"", "\"\\ud800\"",
             "stop", "1", "[1]", "[\"a\",\"b\",\"c\",\"d\",\"e\"]", "[\"\"]", "\"\"", "\"" + "s".repeat(1025) + "\"",
             "\"\\udfff\"", "{}",
