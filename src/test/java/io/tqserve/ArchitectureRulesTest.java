@@ -127,4 +127,16 @@ class ArchitectureRulesTest {
                         "io.tqserve.config..", "io.tqserve.management..", "io.tqserve.cli..", "org.springframework..")
                 .check(classes);
     }
+
+    /**
+     * The MLX device has one owner, {@code MlxDevice}: no other class of the MLX backend takes a lock (every MLX
+     * call goes through the owner's methods, which hold the device's lock and scope).
+     */
+    @Test
+    void onlyTheMlxDeviceOwnerTakesALock() {
+        noClasses().that().resideInAPackage("io.tqserve.backend.mlx..")
+                .and().doNotHaveFullyQualifiedName("io.tqserve.backend.mlx.MlxDevice")
+                .should().dependOnClassesThat().resideInAPackage("java.util.concurrent.locks..")
+                .check(classes);
+    }
 }

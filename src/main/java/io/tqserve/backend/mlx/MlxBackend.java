@@ -19,7 +19,6 @@ import java.util.IdentityHashMap;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
-import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.IntConsumer;
 
 /**
@@ -30,7 +29,8 @@ import java.util.function.IntConsumer;
  * weight the decoder holds runs on MLX against that same array (no second copy), the other kernels on a Java CPU
  * backend, so the Java forward runs on it too, e.g. for KV schemes that have no device cache.
  *
- * <p>All MLX work is serialised by one fair lock ({@link #lockDevice}), taken once per forward pass.
+ * <p>All MLX work runs through the backend's {@link MlxDevice}, the device's one owner (a fair lock, taken once
+ * per forward pass).
  */
 public final class MlxBackend implements ComputeBackend {
     /** Metal's key for the recommended working set ({@code mlx_device_info_get_size}). */
@@ -39,7 +39,7 @@ public final class MlxBackend implements ComputeBackend {
     private final Mlx mlx;
     private final CpuBackend cpu;
     private final MlxOptions options;
-    final ReentrantLock lock = new ReentrantLock(true);
+    private final MlxDevice device;
     private final Map<Matrix, MlxLinear> deviceWeights = new IdentityHashMap<>(); // Matrix -> the decoder's arrays
     private final long wiredLimit;
     private final MlxTurboMetal turboMetal; // null: turbo-kernel=ops
@@ -49,6 +49,7 @@ public final class MlxBackend implements ComputeBackend {
         this.mlx = mlx;
         this.cpu = cpu;
         this.options = options;
+        this.device = new MlxDevice(mlx);
         long wired = options.wiredLimit() == MlxOptions.RECOMMENDED
                 ? mlx.deviceInfoSize(RECOMMENDED_KEY).orElse(0L) : options.wiredLimit();
         if (wired > 0) {
@@ -170,18 +171,17 @@ public final class MlxBackend implements ComputeBackend {
 
     @Override
     public DeviceLock lockDevice() {
-        lock.lock();
-        return lock::unlock;
+        return device.hold();
+    }
+
+    /** The owner of the device: every MLX call of this backend runs through it. */
+    MlxDevice device() {
+        return device;
     }
 
     @Override
     public void onIdle() {
-        lock.lock();
-        try {
-            mlx.clearCache();
-        } finally {
-            lock.unlock();
-        }
+        device.heldRun(mlx::clearCache);
     }
 
     @Override
@@ -220,14 +220,11 @@ public final class MlxBackend implements ComputeBackend {
             cpu.matmul(w, x, rows, out);
             return;
         }
-        lock.lock();
-        try (MlxScope s = mlx.newScope()) {
+        device.run(s -> {
             MlxArray xa = s.fromFloatsAt(x, 0, rows * w.cols(), rows, w.cols());
             MlxArray y = lin.apply(s, xa.dtype() == lin.dtype() ? xa : s.astype(xa, lin.dtype()));
             s.copyFloats(y, out, 0);
-        } finally {
-            lock.unlock();
-        }
+        });
     }
 
     @Override
@@ -247,8 +244,7 @@ public final class MlxBackend implements ComputeBackend {
 
     @Override
     public void close() {
-        lock.lock();
-        try {
+        device.heldRun(() -> {
             synchronized (deviceWeights) {
                 deviceWeights.clear();
             }
@@ -256,8 +252,6 @@ public final class MlxBackend implements ComputeBackend {
             if (turboMetal != null) {
                 turboMetal.close();
             }
-        } finally {
-            lock.unlock();
-        }
+        });
     }
 }

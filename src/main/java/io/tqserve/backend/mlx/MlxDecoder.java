@@ -88,11 +88,13 @@ final class MlxDecoder implements DeviceDecoder {
 
     /** Loads (and, for {@code float32}, converts) the weights, evaluated before returning. */
     static MlxDecoder open(MlxBackend backend, DecoderSpec spec) {
-        Mlx mlx = backend.mlx();
-        MlxStore store = mlx.newStore();
-        backend.lock.lock();
+        MlxStore store = backend.mlx().newStore();
+        return backend.device().call(s -> load(backend, spec, store, s));
+    }
+
+    private static MlxDecoder load(MlxBackend backend, DecoderSpec spec, MlxStore store, MlxScope s) {
         MlxWeights ld = null;
-        try (MlxScope s = mlx.newScope()) {
+        try {
             Map<String, MlxArray> all = new HashMap<>();
             for (Path f : spec.weightFiles()) {
                 all.putAll(s.loadSafetensors(f));
@@ -138,8 +140,6 @@ final class MlxDecoder implements DeviceDecoder {
             }
             store.close();
             throw e;
-        } finally {
-            backend.lock.unlock();
         }
     }
 
@@ -174,7 +174,11 @@ final class MlxDecoder implements DeviceDecoder {
                 throw new IllegalArgumentException("a device token of another backend");
             }
         }
-        backend.lock.lock();
+        return backend.device().held(() -> queue(chunks));
+    }
+
+    /** Builds the step's graph in a new scope, which the returned step owns, and queues it. */
+    private MlxPendingStep queue(List<DeviceChunk> chunks) {
         MlxScope s = mlx.newScope();
         try {
             List<MlxArray> outputs = new ArrayList<>();
@@ -200,8 +204,6 @@ final class MlxDecoder implements DeviceDecoder {
             }
             s.close();
             throw e;
-        } finally {
-            backend.lock.unlock();
         }
     }
 
@@ -308,12 +310,9 @@ final class MlxDecoder implements DeviceDecoder {
 
     @Override
     public void close() {
-        backend.lock.lock();
-        try {
+        backend.device().heldRun(() -> {
             backend.unregisterWeights(registered);
             store.close();
-        } finally {
-            backend.lock.unlock();
-        }
+        });
     }
 }

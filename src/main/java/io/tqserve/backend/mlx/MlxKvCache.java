@@ -125,16 +125,13 @@ final class MlxKvCache extends AbstractSequenceKv implements MlxSequenceKv {
         if (count == 0) {
             return;
         }
-        backend.lock.lock();
-        try (MlxScope s = mlx.newScope()) {
+        backend.device().run(s -> {
             int[] start = {0, 0, from, 0};
             int[] stop = {1, numKvHeads, from + count, headDim};
             MlxArray k = s.transpose(s.slice(keys[layer], start, stop), 0, 2, 1, 3);   // (1, count, numKvHeads, headDim)
             MlxArray v = s.transpose(s.slice(values[layer], start, stop), 0, 2, 1, 3);
             s.copyBits16(s.concatenate(3, k, v), exact); // (1, count, numKvHeads, 2·headDim), native = little-endian
-        } finally {
-            backend.lock.unlock();
-        }
+        });
     }
 
     @Override
@@ -144,8 +141,7 @@ final class MlxKvCache extends AbstractSequenceKv implements MlxSequenceKv {
         if (count == 0) {
             return;
         }
-        backend.lock.lock();
-        try (MlxScope s = mlx.newScope()) {
+        backend.device().run(s -> {
             ensureCapacity(s, length + count);
             MlxArray kv = s.fromSegment(exact, MlxDtype.BFLOAT16, 1, count, numKvHeads, 2 * headDim);
             MlxArray k = s.transpose(s.slice(kv, new int[4], new int[] {1, count, numKvHeads, headDim}), 0, 2, 1, 3);
@@ -156,18 +152,11 @@ final class MlxKvCache extends AbstractSequenceKv implements MlxSequenceKv {
             keys[layer].set(s.sliceUpdate(keys[layer], k, start, stop));
             values[layer].set(s.sliceUpdate(values[layer], v, start, stop));
             s.eval(allArrays()); // every layer: a growth above left each one pending
-        } finally {
-            backend.lock.unlock();
-        }
+        });
     }
 
     @Override
     protected void free() {
-        backend.lock.lock();
-        try {
-            store.close();
-        } finally {
-            backend.lock.unlock();
-        }
+        backend.device().heldRun(store::close);
     }
 }

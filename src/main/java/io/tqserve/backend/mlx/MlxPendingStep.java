@@ -46,8 +46,10 @@ final class MlxPendingStep implements PendingStep {
     }
 
     /**
-     * Adds the sampling of the sampled chunks to the graph, queues everything for evaluation and makes the
-     * samplers' staged state current (it is part of what is being evaluated). Called with the device lock held.
+     * Finishes a step whose forward is built, as mlx-lm's {@code _step}: samples the sampled chunks in the graph
+     * ({@link #sampleOnDevice}), gathers the logits rows Java samples ({@link #javaLogits}), queues everything for
+     * one evaluation, commits the samplers' staged state ({@link #commitSamplers}) and frees the scope's other
+     * arrays ({@link #keepOnly}). Called with the device held.
      *
      * @param inputs  each chunk's input ids
      * @param head    (logit rows, vocab) in the compute dtype
@@ -57,10 +59,26 @@ final class MlxPendingStep implements PendingStep {
             MlxArray[] inputs, MlxArray head, List<MlxArray> outputs) {
         int vocab = spec.vocabSize();
         MlxArray all = s.astype(head, MlxDtype.FLOAT32);
-        List<Integer> javaRows = new ArrayList<>();
-        List<MlxArray> sampledTokens = new ArrayList<>();
         Token[] tokens = new Token[chunks.size()];
         MlxArray[][] logprobs = new MlxArray[chunks.size()][];
+        MlxArray sampled = sampleOnDevice(s, chunks, all, inputs, tokens, logprobs, outputs);
+        int[] javaRows = javaRows(chunks);
+        MlxArray javaLogits = javaLogits(s, all, javaRows, outputs);
+        s.asyncEval(outputs.toArray(MlxArray[]::new));
+        commitSamplers(chunks);
+        keepOnly(s, javaLogits, sampled, tokens, logprobs);
+        return new MlxPendingStep(backend, s, chunks, vocab, javaLogits, javaRows.length, sampled, tokens, logprobs);
+    }
+
+    /**
+     * Adds each sampled chunk's sampling to the graph: fills {@code tokens} and {@code logprobs} per chunk and adds
+     * the logprobs and the samplers' staged state to {@code outputs}. Returns the sampled ids of all of them as one
+     * (sampled chunks) int32 array, also an output, or null when no chunk samples on the device.
+     */
+    private static MlxArray sampleOnDevice(MlxScope s, List<DeviceChunk> chunks, MlxArray all, MlxArray[] inputs,
+            Token[] tokens, MlxArray[][] logprobs, List<MlxArray> outputs) {
+        int vocab = all.shape()[1];
+        List<MlxArray> sampledTokens = new ArrayList<>();
         int out = 0;
         for (int i = 0; i < chunks.size(); i++) {
             DeviceChunk ch = chunks.get(i);
@@ -78,31 +96,60 @@ final class MlxPendingStep implements PendingStep {
                     }
                 }
                 ms.stateArrays(outputs);
-            } else {
+            }
+            out += ch.logitRows();
+        }
+        if (sampledTokens.isEmpty()) {
+            return null;
+        }
+        MlxArray sampled = s.contiguous(sampledTokens.size() == 1 ? sampledTokens.get(0)
+                : s.concatenate(0, sampledTokens.toArray(MlxArray[]::new)));
+        outputs.add(sampled);
+        return sampled;
+    }
+
+    /** The logits rows (of all chunks' rows) of the chunks Java samples. */
+    private static int[] javaRows(List<DeviceChunk> chunks) {
+        List<Integer> rows = new ArrayList<>();
+        int out = 0;
+        for (DeviceChunk ch : chunks) {
+            if (!(ch.sampler() instanceof MlxSampler)) {
                 for (int j = 0; j < ch.logitRows(); j++) {
-                    javaRows.add(out + j);
+                    rows.add(out + j);
                 }
             }
             out += ch.logitRows();
         }
-        MlxArray javaLogits = null;
-        if (!javaRows.isEmpty()) {
-            int[] jr = javaRows.stream().mapToInt(Integer::intValue).toArray();
-            javaLogits = s.contiguous(javaRows.size() == out ? all : s.take(all, s.fromInts(jr, 0, jr.length, jr.length), 0));
-            outputs.add(javaLogits);
+        return rows.stream().mapToInt(Integer::intValue).toArray();
+    }
+
+    /** Rows {@code rows} of {@code all} as a contiguous float32 output, or null when there are none. */
+    private static MlxArray javaLogits(MlxScope s, MlxArray all, int[] rows, List<MlxArray> outputs) {
+        if (rows.length == 0) {
+            return null;
         }
-        MlxArray sampled = null;
-        if (!sampledTokens.isEmpty()) {
-            sampled = s.contiguous(sampledTokens.size() == 1 ? sampledTokens.get(0)
-                    : s.concatenate(0, sampledTokens.toArray(MlxArray[]::new)));
-            outputs.add(sampled);
-        }
-        s.asyncEval(outputs.toArray(MlxArray[]::new));
+        MlxArray picked = rows.length == all.shape()[0] ? all
+                : s.take(all, s.fromInts(rows, 0, rows.length, rows.length), 0);
+        MlxArray javaLogits = s.contiguous(picked);
+        outputs.add(javaLogits);
+        return javaLogits;
+    }
+
+    /**
+     * Makes the samplers' staged state current. The state is queued for evaluation, not yet computed: a later step
+     * that reads it waits for it, and a step that fails to build later aborts only its own staging.
+     */
+    private static void commitSamplers(List<DeviceChunk> chunks) {
         for (DeviceChunk ch : chunks) {
             if (ch.sampler() instanceof MlxSampler ms) {
                 ms.commit();
             }
         }
+    }
+
+    /** Frees the scope's arrays except what {@link #read} and later steps need (see {@link MlxScope#releaseExcept}). */
+    private static void keepOnly(MlxScope s, MlxArray javaLogits, MlxArray sampled, Token[] tokens,
+            MlxArray[][] logprobs) {
         List<MlxArray> keep = new ArrayList<>();
         keep.add(javaLogits);
         keep.add(sampled);
@@ -115,7 +162,6 @@ final class MlxPendingStep implements PendingStep {
             }
         }
         s.releaseExcept(keep.toArray(MlxArray[]::new));
-        return new MlxPendingStep(backend, s, chunks, vocab, javaLogits, javaRows.size(), sampled, tokens, logprobs);
     }
 
     @Override
@@ -131,39 +177,42 @@ final class MlxPendingStep implements PendingStep {
         if (closed) {
             throw new IllegalStateException("step already read or closed");
         }
-        backend.lock.lock();
         try {
-            float[] rows = javaLogits == null ? new float[0] : scope.readFloats(javaLogits);
-            if (rows.length != javaRows * vocab) {
-                throw new IllegalStateException("read " + rows.length + " logits for " + javaRows + " rows");
-            }
-            // lay the Java rows out in chunk order, leaving the rows of sampled chunks unwritten
-            int total = 0;
-            for (DeviceChunk ch : chunks) {
-                total += ch.logitRows();
-            }
-            float[] logits = rows.length == total * vocab ? rows : new float[total * vocab];
-            if (logits != rows) {
-                int src = 0;
-                int dst = 0;
-                for (DeviceChunk ch : chunks) {
-                    if (ch.sampler() == null) {
-                        System.arraycopy(rows, src, logits, dst * vocab, ch.logitRows() * vocab);
-                        src += ch.logitRows() * vocab;
-                    }
-                    dst += ch.logitRows();
-                }
-            }
-            int[] ids = sampled == null ? new int[0] : scope.readInts(sampled);
-            int t = 0;
-            for (int i = 0; i < chunks.size(); i++) {
-                samples[i] = tokens[i] == null ? null : MlxSampler.read(scope, ids[t++], logprobs[i]);
-            }
-            return logits;
+            return backend.device().held(() -> readQueued(samples));
         } finally {
             close();
-            backend.lock.unlock();
         }
+    }
+
+    /** Waits for the step and copies its Java logits rows (in chunk order) and samples out. */
+    private float[] readQueued(DeviceSample[] samples) {
+        float[] rows = javaLogits == null ? new float[0] : scope.readFloats(javaLogits);
+        if (rows.length != javaRows * vocab) {
+            throw new IllegalStateException("read " + rows.length + " logits for " + javaRows + " rows");
+        }
+        // lay the Java rows out in chunk order, leaving the rows of sampled chunks unwritten
+        int total = 0;
+        for (DeviceChunk ch : chunks) {
+            total += ch.logitRows();
+        }
+        float[] logits = rows.length == total * vocab ? rows : new float[total * vocab];
+        if (logits != rows) {
+            int src = 0;
+            int dst = 0;
+            for (DeviceChunk ch : chunks) {
+                if (ch.sampler() == null) {
+                    System.arraycopy(rows, src, logits, dst * vocab, ch.logitRows() * vocab);
+                    src += ch.logitRows() * vocab;
+                }
+                dst += ch.logitRows();
+            }
+        }
+        int[] ids = sampled == null ? new int[0] : scope.readInts(sampled);
+        int t = 0;
+        for (int i = 0; i < chunks.size(); i++) {
+            samples[i] = tokens[i] == null ? null : MlxSampler.read(scope, ids[t++], logprobs[i]);
+        }
+        return logits;
     }
 
     @Override
@@ -172,11 +221,6 @@ final class MlxPendingStep implements PendingStep {
             return;
         }
         closed = true;
-        backend.lock.lock();
-        try {
-            scope.close();
-        } finally {
-            backend.lock.unlock();
-        }
+        backend.device().heldRun(scope::close);
     }
 }

@@ -3,7 +3,6 @@ package io.tqserve.backend.mlx;
 import io.tqserve.backend.DeviceSample;
 import io.tqserve.backend.DeviceSampler;
 import io.tqserve.backend.SamplingSpec;
-import io.tqserve.backend.mlx.ffm.Mlx;
 import io.tqserve.backend.mlx.ffm.MlxArray;
 import io.tqserve.backend.mlx.ffm.MlxDtype;
 import io.tqserve.backend.mlx.ffm.MlxScope;
@@ -23,7 +22,9 @@ import java.util.Map;
  * the Java sampler's (another generator).
  *
  * <p>State that changes per token (the key, the output counts, the seen mask) is staged by {@link #sample} and
- * made current by {@link #commit} after the step evaluated, so a failed step leaves it as it was.
+ * made current by {@link #commit} as soon as the step is queued for evaluation ({@code mlx_async_eval}), before it
+ * is computed: the next step builds on the queued arrays and MLX orders the two. A step that fails while its
+ * graph is built calls {@link #abort} and leaves the state as it was.
  */
 final class MlxSampler implements DeviceSampler {
     private final MlxBackend backend;
@@ -43,38 +44,38 @@ final class MlxSampler implements DeviceSampler {
         this.backend = backend;
         this.spec = spec;
         this.vocab = vocab;
-        Mlx mlx = backend.mlx();
-        this.store = mlx.newStore();
-        backend.lock.lock();
-        try (MlxScope s = mlx.newScope()) {
-            if (!spec.greedy()) {
-                key = store.keep(s.randomKey(spec.seed()));
-            }
-            if (spec.penalties()) {
-                float[] seenInit = new float[vocab];
-                for (int t : spec.promptTokens()) {
-                    if (t >= 0 && t < vocab) {
-                        seenInit[t] = 1f;
-                    }
-                }
-                seen = store.keep(s.fromFloats(seenInit, 1, vocab));
-                counts = store.keep(s.zeros(MlxDtype.FLOAT32, 1, vocab));
-            }
-            if (!spec.logitBias().isEmpty()) {
-                float[] b = new float[vocab];
-                for (Map.Entry<Integer, Float> e : spec.logitBias().entrySet()) {
-                    if (e.getKey() >= 0 && e.getKey() < vocab) {
-                        b[e.getKey()] += e.getValue();
-                    }
-                }
-                bias = store.keep(s.fromFloats(b, 1, vocab));
-            }
-            // not evaluated here: the arrays are computed with the first step that samples (one evaluation per step)
+        this.store = backend.mlx().newStore();
+        try {
+            backend.device().run(s -> init(s, spec, vocab));
         } catch (RuntimeException e) {
-            store.close();
+            backend.device().heldRun(store::close);
             throw e;
-        } finally {
-            backend.lock.unlock();
+        }
+    }
+
+    /** The initial state arrays; not evaluated here: they are computed with the first step that samples. */
+    private void init(MlxScope s, SamplingSpec spec, int vocab) {
+        if (!spec.greedy()) {
+            key = store.keep(s.randomKey(spec.seed()));
+        }
+        if (spec.penalties()) {
+            float[] seenInit = new float[vocab];
+            for (int t : spec.promptTokens()) {
+                if (t >= 0 && t < vocab) {
+                    seenInit[t] = 1f;
+                }
+            }
+            seen = store.keep(s.fromFloats(seenInit, 1, vocab));
+            counts = store.keep(s.zeros(MlxDtype.FLOAT32, 1, vocab));
+        }
+        if (!spec.logitBias().isEmpty()) {
+            float[] b = new float[vocab];
+            for (Map.Entry<Integer, Float> e : spec.logitBias().entrySet()) {
+                if (e.getKey() >= 0 && e.getKey() < vocab) {
+                    b[e.getKey()] += e.getValue();
+                }
+            }
+            bias = store.keep(s.fromFloats(b, 1, vocab));
         }
     }
 
@@ -174,7 +175,7 @@ final class MlxSampler implements DeviceSampler {
         }
     }
 
-    /** Makes the staged state current (after the step evaluated). */
+    /** Makes the staged state current (the step that staged it is queued for evaluation). */
     void commit() {
         if (nextKey != null) {
             key.set(nextKey);
@@ -186,7 +187,7 @@ final class MlxSampler implements DeviceSampler {
         abort();
     }
 
-    /** Drops the staged state (the step failed). */
+    /** Drops the staged state (the step failed before it was queued). */
     void abort() {
         nextKey = null;
         nextCounts = null;
@@ -209,11 +210,6 @@ final class MlxSampler implements DeviceSampler {
             return;
         }
         closed = true;
-        backend.lock.lock();
-        try {
-            store.close();
-        } finally {
-            backend.lock.unlock();
-        }
+        backend.device().heldRun(store::close);
     }
 }

@@ -21,8 +21,7 @@ final class MlxSequenceKvs {
         int qDim = numHeads * headDim;
         int kvDim = numKvHeads * headDim;
         MlxBackend backend = cache.backend();
-        backend.lock.lock();
-        try (MlxScope s = backend.mlx().newScope()) {
+        backend.device().run(s -> {
             MlxArray qa = s.transpose(s.fromFloatsAt(q, rowOffset * qDim, rows * qDim, 1, rows, numHeads, headDim), 0, 2, 1, 3);
             MlxArray ka = s.transpose(s.fromFloatsAt(k, rowOffset * kvDim, rows * kvDim, 1, rows, numKvHeads, headDim), 0, 2, 1, 3);
             MlxArray va = s.transpose(s.fromFloatsAt(v, rowOffset * kvDim, rows * kvDim, 1, rows, numKvHeads, headDim), 0, 2, 1, 3);
@@ -32,8 +31,6 @@ final class MlxSequenceKvs {
             outs[all.length] = o;
             s.eval(outs);
             s.copyFloats(o, out, rowOffset * qDim);
-        } finally {
-            backend.lock.unlock();
-        }
+        });
     }
 }

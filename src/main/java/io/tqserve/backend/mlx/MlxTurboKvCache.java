@@ -254,12 +254,9 @@ final class MlxTurboKvCache extends AbstractSequenceKv implements MlxSequenceKv 
         if (count == 0) {
             return;
         }
-        backend.lock.lock();
-        try (MlxScope s = mlx.newScope()) {
+        backend.device().run(s -> {
             MlxTurboEntries.write(s, spec, exportSections(s, layer, from, count), count, exact);
-        } finally {
-            backend.lock.unlock();
-        }
+        });
     }
 
     /** Sections of tokens [from, from+count), each (count·numKvHeads, width), token-major. */
@@ -296,8 +293,7 @@ final class MlxTurboKvCache extends AbstractSequenceKv implements MlxSequenceKv 
             return;
         }
         int kvHeads = spec.numKvHeads();
-        backend.lock.lock();
-        try (MlxScope s = mlx.newScope()) {
+        backend.device().run(s -> {
             MlxArray[] sec = MlxTurboEntries.read(s, spec, exact, count); // each (count·numKvHeads, width)
             int np = Math.max(0, Math.min(length + count, prefixTokens) - length);
             int nq = count - np;
@@ -325,9 +321,7 @@ final class MlxTurboKvCache extends AbstractSequenceKv implements MlxSequenceKv 
                 }
             }
             s.eval(allArrays()); // every layer: a growth above left each one pending
-        } finally {
-            backend.lock.unlock();
-        }
+        });
     }
 
     /** (n·numKvHeads, w) token-major → (1, numKvHeads, n, w). */
@@ -338,11 +332,6 @@ final class MlxTurboKvCache extends AbstractSequenceKv implements MlxSequenceKv 
 
     @Override
     protected void free() {
-        backend.lock.lock();
-        try {
-            store.close();
-        } finally {
-            backend.lock.unlock();
-        }
+        backend.device().heldRun(store::close);
     }
 }
