@@ -100,8 +100,8 @@ final class MaskBench {
         Path tokenizerDir = tokenizerDir(Path.of(a.get("--tokenizer", TqserveMain.DEFAULT_MODEL)));
         long timeoutMs = a.getInt("--timeout-ms", (int) DEFAULT_TIMEOUT_MS);
         try (Tokenizer tokenizer = Tokenizer.load(tokenizerDir)) {
-            int size = tokenizer.vocabSize();
-            Vocabulary vocabulary = new Vocabulary(TokenBytes.load(tokenizerDir, size));
+            Vocabulary vocabulary = new Vocabulary(TokenBytes.load(tokenizerDir));
+            int size = vocabulary.size();
             String clockName = a.get("--clock", "cpu");
             LongSupplier clock = switch (clockName) {
                 case "cpu" -> ManagementFactory.getThreadMXBean()::getCurrentThreadCpuTime;

@@ -26,6 +26,24 @@ public final class TokenBytes {
         return of(tree, size);
     }
 
+    /** Bytes per token id, sized to the largest id in {@code tokenizer.json} (vocabulary or added token) plus one. */
+    public static byte[][] load(Path modelDir) throws IOException {
+        JsonNode tree = JsonMapper.builder().build().readTree(modelDir.resolve("tokenizer.json").toFile());
+        int max = -1;
+        JsonNode vocab = tree.path("model").path("vocab");
+        if (vocab.isObject()) {
+            for (JsonNode id : vocab.values()) {
+                max = Math.max(max, id.asInt());
+            }
+        } else if (vocab.isArray()) {
+            max = vocab.size() - 1;
+        }
+        for (JsonNode t : tree.path("added_tokens")) {
+            max = Math.max(max, t.path("id").asInt());
+        }
+        return of(tree, max + 1);
+    }
+
     static byte[][] of(JsonNode tree, int size) {
         byte[][] out = new byte[size][];
         boolean byteLevel = tree.path("decoder").toString().contains("\"ByteLevel\"");

@@ -31,7 +31,7 @@ class MaskBenchTest {
     static void load() throws Exception {
         Path dir = MaskBench.tokenizerDir(Path.of(TqserveMain.DEFAULT_MODEL));
         tokenizer = Tokenizer.load(dir);
-        engine = new MaskBench.Engine(new Vocabulary(TokenBytes.load(dir, tokenizer.vocabSize())),
+        engine = new MaskBench.Engine(new Vocabulary(TokenBytes.load(dir)),
                 tokenizer.eosTokenIds(), t -> tokenizer.encode(t, false), System::nanoTime);
     }
 
