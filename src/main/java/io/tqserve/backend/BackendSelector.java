@@ -82,17 +82,23 @@ public final class BackendSelector {
     static Selection select(Type type, int threads, String setting, Map<String, String> env, List<Path> dirs,
             MlxOptions mlxOptions) {
         Selection s = choose(type, threads, setting, env, dirs, mlxOptions);
-        if (mlxOptions.turboKernel() == MlxOptions.TurboKernel.METAL && !(s.backend() instanceof MlxBackend)) {
+        if (mlxOptions.turboKernel().gpuKernel() && !(s.backend() instanceof MlxBackend)) {
             s.backend().close();
-            throw new IllegalStateException(metalNeedsMlx(s.reason()));
+            throw new IllegalStateException(kernelNeedsMlx(mlxOptions.turboKernel(), s.reason()));
         }
         return s;
     }
 
     /** Why turbo-kernel=metal is refused when the backend (described by {@code backend}) is not MLX. */
     public static String metalNeedsMlx(String backend) {
-        return "tqserve.backend.mlx.turbo-kernel=metal needs the mlx backend on a Metal device, but " + backend
-                + "; use tqserve.backend.mlx.turbo-kernel=ops";
+        return kernelNeedsMlx(MlxOptions.TurboKernel.METAL, backend);
+    }
+
+    /** Why turbo-kernel=metal|cuda is refused when the backend (described by {@code backend}) is not MLX. */
+    public static String kernelNeedsMlx(MlxOptions.TurboKernel asked, String backend) {
+        String device = asked == MlxOptions.TurboKernel.METAL ? "a Metal device" : "a CUDA GPU";
+        return "tqserve.backend.mlx.turbo-kernel=" + asked.wireName() + " needs the mlx backend on " + device
+                + ", but " + backend + "; use tqserve.backend.mlx.turbo-kernel=auto or ops";
     }
 
     private static Selection choose(Type type, int threads, String setting, Map<String, String> env, List<Path> dirs,

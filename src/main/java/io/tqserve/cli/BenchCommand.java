@@ -6,7 +6,7 @@ final class BenchCommand {
             usage: tqserve bench decode [--model DIR | --synthetic] [--prompt-tokens N] [--decode-tokens N] [--threads N]
                                         [--kv turbo:k8v3] [--contexts 256,1024,...] [--repeat N] [--max-context N]
                                         [--no-sweep] [--weights bf16,8,4] [--backend cpu|mlx|auto]
-                                        [--mlx-library FILE] [--mlx-dtype native|float32] [--mlx-turbo-kernel ops|metal]
+                                        [--mlx-library FILE] [--mlx-dtype native|float32] [--mlx-turbo-kernel auto|ops|metal|cuda]
                    tqserve bench serve [--model DIR | --synthetic] [--tokens N] [--rounds R] [--threads N]
                                        [--backend auto|cpu|mlx] [--mlx-library FILE] [--mlx-dtype native|float32]
                    tqserve bench prefix [--model DIR] [--prefix-tokens N] [--kv SCHEME] [--threads N]

@@ -37,10 +37,10 @@ final class CliArgs {
         }
     }
 
-    /** {@code --mlx-dtype} (default native) and {@code --mlx-turbo-kernel} (default ops) as MLX options. */
+    /** {@code --mlx-dtype} (default native) and {@code --mlx-turbo-kernel} (default auto) as MLX options. */
     MlxOptions mlxOptions() {
         return MlxOptions.DEFAULTS.withDtype(MlxOptions.Dtype.parse(get("--mlx-dtype", "native")))
-                .withTurboKernel(MlxOptions.TurboKernel.parse(get("--mlx-turbo-kernel", "ops")));
+                .withTurboKernel(MlxOptions.TurboKernel.parse(get("--mlx-turbo-kernel", "auto")));
     }
 
     String get(String name, String def) {

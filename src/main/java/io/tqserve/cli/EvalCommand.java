@@ -19,7 +19,7 @@ import tools.jackson.databind.json.JsonMapper;
 /**
  * {@code ./tqserve eval kv-curve [--model DIR] [--schemes LIST] [--prompts FILE] [--prompt-tokens 128]
  * [--decode-steps 128] [--out DIR] [--turbo-path fused|deferred|dequant] [--threads N] [--backend cpu|mlx|auto]
- * [--mlx-library FILE] [--mlx-dtype native|float32] [--mlx-turbo-kernel ops|metal]}: the KV-scheme quality curve
+ * [--mlx-library FILE] [--mlx-dtype native|float32] [--mlx-turbo-kernel auto|ops|metal|cuda]}: the KV-scheme quality curve
  * ({@link KvCurve}), written as kv-curve.md, kv-curve.json and kv-curve.png in the output folder (default
  * target/kv-curve). Progress goes to stderr.
  */
@@ -28,7 +28,7 @@ final class EvalCommand {
             usage: tqserve eval kv-curve [--model DIR] [--schemes LIST] [--prompts FILE] [--prompt-tokens 128]
                                          [--decode-steps 128] [--out DIR] [--turbo-path fused|deferred|dequant]
                                          [--threads N] [--backend cpu|mlx|auto] [--mlx-library FILE]
-                                         [--mlx-dtype native|float32] [--mlx-turbo-kernel ops|metal]
+                                         [--mlx-dtype native|float32] [--mlx-turbo-kernel auto|ops|metal|cuda]
                    tqserve eval weight-curve [--model DIR] [--arms bf16/bf16,8/bf16,4/bf16,4r/bf16,4/turbo:k8v3]
                                          [--group-size 64] [--seed N] [--prompts FILE] [--prompt-tokens 128]
                                          [--decode-steps 128] [--threads N]

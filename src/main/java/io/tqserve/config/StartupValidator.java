@@ -146,18 +146,21 @@ public final class StartupValidator {
      * Resolves the backend the loader will create: cpu, or mlx when an MLX-C library is found and loads (for
      * {@code auto}; {@code mlx} without one fails here, naming every place looked at).
      */
-    /** turbo-kernel=metal runs only on the mlx backend with a Metal device: refused here otherwise. */
+    /**
+     * turbo-kernel=metal|cuda runs only on the mlx backend with a device of that language: refused here otherwise.
+     */
     private static void checkTurboKernel(TqserveProperties.Backend b, String backend) {
-        if (b.mlx().turboKernel() != MlxOptions.TurboKernel.METAL) {
+        MlxOptions.TurboKernel asked = b.mlx().turboKernel();
+        if (!asked.gpuKernel()) {
             return;
         }
         if (!backend.equals("mlx")) {
-            throw new StartupValidationException(BackendSelector.metalNeedsMlx("the backend is cpu "
+            throw new StartupValidationException(BackendSelector.kernelNeedsMlx(asked, "the backend is cpu "
                     + "(tqserve.backend.type=" + b.type().name().toLowerCase(java.util.Locale.ROOT) + ")"));
         }
         Mlx mlx = Mlx.open(BackendSelector.discover(b.mlx().library(), System.getenv(), BackendSelector.DEFAULT_DIRS)
                 .library().orElseThrow());
-        MlxBackend.metalRefusal(mlx).ifPresent(why -> {
+        MlxBackend.kernelRefusal(mlx, asked).ifPresent(why -> {
             throw new StartupValidationException(why);
         });
     }

@@ -56,13 +56,14 @@ public record TqserveProperties(@Valid @DefaultValue Model model, @Valid @Defaul
      * @param cacheLimit   most bytes of freed buffers MLX keeps for reuse; empty = MLX's default (its memory limit)
      * @param prefillChunk prompt tokens one sequence prefills per batched-lane step on MLX (instead of
      *                     tqserve.lanes.batched.prefill-chunk)
-     * @param turboKernel  ops (MLX operations, every device) | metal (custom Metal kernels for decode-step attention
-     *                     over a device TurboQuant cache; refused at startup without a Metal device)
+     * @param turboKernel  auto (the device's kernel: metal on a Metal device, cuda on a CUDA device, ops on the CPU
+     *                     device) | ops (MLX operations, every device) | metal | cuda (the fused decode-step kernel
+     *                     over a device TurboQuant cache in that language; refused at startup where it cannot run)
      */
     public record Mlx(@DefaultValue("") String library, @DefaultValue("native") @NotNull MlxOptions.Dtype dtype,
             @DefaultValue("recommended") @NotNull String wiredLimit, @DefaultValue("") String cacheLimit,
             @DefaultValue("2048") @Min(1) int prefillChunk,
-            @DefaultValue("ops") @NotNull MlxOptions.TurboKernel turboKernel) {
+            @DefaultValue("auto") @NotNull MlxOptions.TurboKernel turboKernel) {
 
         /** The backend options; a limit that is not a size fails naming its key. */
         public MlxOptions options() {

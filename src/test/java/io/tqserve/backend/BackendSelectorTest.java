@@ -102,7 +102,7 @@ class BackendSelectorTest {
                 BackendSelector.Type.CPU, 1, null, Map.of(), List.of(), metal));
         assertTrue(cpu.getMessage().startsWith("tqserve.backend.mlx.turbo-kernel=metal needs the mlx backend on a "
                 + "Metal device, but backend cpu (requested)"), cpu.getMessage());
-        assertTrue(cpu.getMessage().endsWith("; use tqserve.backend.mlx.turbo-kernel=ops"), cpu.getMessage());
+        assertTrue(cpu.getMessage().endsWith("; use tqserve.backend.mlx.turbo-kernel=auto or ops"), cpu.getMessage());
         IllegalStateException auto = assertThrows(IllegalStateException.class, () -> BackendSelector.select(
                 BackendSelector.Type.AUTO, 1, null, Map.of(), List.of(tmp.resolve("none")), metal));
         assertTrue(auto.getMessage().contains("but backend auto -> cpu: no MLX-C library"), auto.getMessage());

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.tqserve.backend.BackendSelector;
 import io.tqserve.backend.mlx.MlxTestLibrary;
-import io.tqserve.backend.mlx.ffm.MlxMetalKernel;
+import io.tqserve.backend.mlx.ffm.MlxCustomKernel;
 import io.tqserve.routing.ServingRuntime;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -69,7 +69,7 @@ class BackendStartupTest {
             assertThat(StartupValidationTest.rootCause(ctx.getStartupFailure()))
                     .isInstanceOf(StartupValidationException.class)
                     .hasMessage("tqserve.backend.mlx.turbo-kernel=metal needs the mlx backend on a Metal device, but "
-                            + "the backend is cpu (tqserve.backend.type=cpu); use tqserve.backend.mlx.turbo-kernel=ops");
+                            + "the backend is cpu (tqserve.backend.type=cpu); use tqserve.backend.mlx.turbo-kernel=auto or ops");
         });
     }
 
@@ -77,7 +77,7 @@ class BackendStartupTest {
     @Tag("mlx")
     void theMetalTurboKernelWithoutMetalFailsStartupNamingTheKey() {
         var mlx = MlxTestLibrary.open();
-        Assumptions.assumeFalse(MlxMetalKernel.metalAvailable(mlx), "Metal is present: the setting is honoured");
+        Assumptions.assumeFalse(MlxCustomKernel.metalAvailable(mlx), "Metal is present: the setting is honoured");
         runner.withPropertyValues("tqserve.backend.type=mlx", "tqserve.backend.mlx.library=" + mlx.libraryFile(),
                 "tqserve.backend.mlx.turbo-kernel=metal").run(ctx -> {
                     assertThat(ctx).hasFailed();
@@ -85,7 +85,7 @@ class BackendStartupTest {
                             .isInstanceOf(StartupValidationException.class)
                             .hasMessageStartingWith("tqserve.backend.mlx.turbo-kernel=metal needs MLX on a Metal device, and "
                                     + mlx.libraryFile() + " runs on Device(cpu")
-                            .hasMessageEndingWith("without Metal; use tqserve.backend.mlx.turbo-kernel=ops");
+                            .hasMessageEndingWith("without Metal; use tqserve.backend.mlx.turbo-kernel=auto or ops");
                 });
     }
 

@@ -10,7 +10,7 @@ import io.tqserve.backend.mlx.MlxOptions;
 import io.tqserve.backend.mlx.MlxTestLibrary;
 import io.tqserve.backend.mlx.ffm.Mlx;
 import io.tqserve.backend.mlx.ffm.MlxException;
-import io.tqserve.backend.mlx.ffm.MlxMetalKernel;
+import io.tqserve.backend.mlx.ffm.MlxCustomKernel;
 import io.tqserve.kv.KvCache;
 import io.tqserve.kv.KvCacheFactory;
 import io.tqserve.kv.KvScheme;
@@ -27,7 +27,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * backend opens, naming the setting, and MLX's own reason reaches the caller through the kernel bindings; where Metal
  * exists, the decode steps through the Metal kernels give the ops path's greedy tokens and logits (float32 mode,
  * tiny-llama-h128, the five reference prompts). The kernels' arithmetic is also checked without Metal by
- * {@code MlxTurboMetalEmulationTest}.
+ * {@code MlxTurboKernelEmulationTest}.
  */
 @Tag("mlx")
 class MlxTurboMetalTest {
@@ -36,22 +36,22 @@ class MlxTurboMetalTest {
     @Test
     void theMetalSettingIsRefusedWithoutMetal() {
         Mlx runtime = MlxTestLibrary.open();
-        Assumptions.assumeFalse(MlxMetalKernel.metalAvailable(runtime), "Metal is present: the refusal cannot happen");
+        Assumptions.assumeFalse(MlxCustomKernel.metalAvailable(runtime), "Metal is present: the refusal cannot happen");
         MlxOptions options = MlxOptions.DEFAULTS.withTurboKernel(MlxOptions.TurboKernel.METAL);
         try (CpuBackend cpu = CpuBackend.create(1)) {
             IllegalStateException e = assertThrows(IllegalStateException.class,
                     () -> new MlxBackend(runtime, cpu, options));
             assertTrue(e.getMessage().startsWith("tqserve.backend.mlx.turbo-kernel=metal needs MLX on a Metal device"),
                     e.getMessage());
-            assertTrue(e.getMessage().endsWith("use tqserve.backend.mlx.turbo-kernel=ops"), e.getMessage());
+            assertTrue(e.getMessage().endsWith("use tqserve.backend.mlx.turbo-kernel=auto or ops"), e.getMessage());
         }
     }
 
     @Test
     void mlxsReasonReachesTheCallerWithoutMetal() {
         Mlx runtime = MlxTestLibrary.open();
-        Assumptions.assumeFalse(MlxMetalKernel.metalAvailable(runtime), "Metal is present: creation succeeds");
-        MlxException e = assertThrows(MlxException.class, () -> MlxMetalKernel.create(runtime, "probe",
+        Assumptions.assumeFalse(MlxCustomKernel.metalAvailable(runtime), "Metal is present: creation succeeds");
+        MlxException e = assertThrows(MlxException.class, () -> MlxCustomKernel.create(runtime, "probe",
                 List.of("a"), List.of("b"), "b[thread_position_in_grid.x] = a[thread_position_in_grid.x];"));
         assertTrue(e.getMessage().contains("mlx_fast_metal_kernel_new(probe)"), e.getMessage());
         assertTrue(e.getMessage().contains("No Metal back-end"), e.getMessage());
@@ -61,12 +61,13 @@ class MlxTurboMetalTest {
     @ValueSource(strings = {"turbo:k8v3", "turbo:k4v2", "turbo:k8v8"})
     void metalKernelsGiveTheOpsPathsTokensAndLogits(String scheme) throws Exception {
         Mlx runtime = MlxTestLibrary.open();
-        Assumptions.assumeTrue(MlxMetalKernel.metalAvailable(runtime),
+        Assumptions.assumeTrue(MlxCustomKernel.metalAvailable(runtime),
                 "no Metal device here: the Metal kernels' parity with the ops path runs on a Mac");
         MlxOptions f32 = MlxOptions.DEFAULTS.withDtype(MlxOptions.Dtype.FLOAT32);
         ModelConfig config = ModelConfig.load(DIR);
         try (Safetensors st = Safetensors.open(DIR);
-                MlxBackend ops = new MlxBackend(runtime, CpuBackend.create(1), f32);
+                MlxBackend ops = new MlxBackend(runtime, CpuBackend.create(1),
+                        f32.withTurboKernel(MlxOptions.TurboKernel.OPS));
                 MlxBackend metal = new MlxBackend(runtime, CpuBackend.create(1),
                         f32.withTurboKernel(MlxOptions.TurboKernel.METAL));
                 Transformer onOps = MlxForwardParityTest.onDevice(DIR, config, st, ops);

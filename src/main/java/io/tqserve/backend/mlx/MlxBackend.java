@@ -12,7 +12,8 @@ import io.tqserve.backend.mlx.ffm.Mlx;
 import io.tqserve.backend.mlx.ffm.MlxArray;
 import io.tqserve.backend.mlx.ffm.MlxDtype;
 import io.tqserve.backend.mlx.ffm.MlxException;
-import io.tqserve.backend.mlx.ffm.MlxMetalKernel;
+import io.tqserve.backend.mlx.ffm.MlxCustomKernel;
+import io.tqserve.backend.mlx.ffm.MlxCustomKernel.Gpu;
 import io.tqserve.backend.mlx.ffm.MlxScope;
 import java.nio.file.Path;
 import java.util.IdentityHashMap;
@@ -42,7 +43,7 @@ public final class MlxBackend implements ComputeBackend {
     private final MlxDevice device;
     private final Map<Matrix, MlxLinear> deviceWeights = new IdentityHashMap<>(); // Matrix -> the decoder's arrays
     private final long wiredLimit;
-    private final MlxTurboMetal turboMetal; // null: turbo-kernel=ops
+    private final MlxTurboKernels turboKernels; // null: the ops path
 
     /** Applies the options' wired and cache limits to MLX (process-wide settings of the runtime). */
     public MlxBackend(Mlx mlx, CpuBackend cpu, MlxOptions options) {
@@ -59,33 +60,77 @@ public final class MlxBackend implements ComputeBackend {
         if (options.cacheLimit() != MlxOptions.MLX_DEFAULT) {
             mlx.setCacheLimit(options.cacheLimit());
         }
-        this.turboMetal = options.turboKernel() == MlxOptions.TurboKernel.METAL ? openTurboMetal(mlx) : null;
+        Gpu gpu = kernelLanguage(mlx, options.turboKernel());
+        this.turboKernels = gpu == null ? null : openTurboKernels(mlx, gpu);
     }
 
-    /** The Metal kernels for turbo-kernel=metal; refused, naming the setting, where MLX has no Metal device. */
-    private static MlxTurboMetal openTurboMetal(Mlx mlx) {
-        metalRefusal(mlx).ifPresent(why -> {
-            throw new IllegalStateException(why);
-        });
+    /** Test seam: the given TurboQuant decode kernels (e.g. emulated on the CPU) in place of MLX's. */
+    MlxBackend(Mlx mlx, CpuBackend cpu, MlxOptions options, MlxTurboKernels kernels) {
+        this.mlx = mlx;
+        this.cpu = cpu;
+        this.options = options;
+        this.device = new MlxDevice(mlx);
+        this.wiredLimit = 0;
+        this.turboKernels = kernels;
+    }
+
+    /**
+     * The GPU language of the TurboQuant decode kernels {@code asked} resolves to here, or null for the ops path:
+     * auto takes Metal or CUDA where MLX runs on that back-end, else ops; metal and cuda are refused, naming the
+     * setting, where MLX cannot run them.
+     */
+    static Gpu kernelLanguage(Mlx mlx, MlxOptions.TurboKernel asked) {
+        return switch (asked) {
+            case OPS -> null;
+            case AUTO -> MlxCustomKernel.available(mlx, Gpu.METAL) ? Gpu.METAL
+                    : MlxCustomKernel.available(mlx, Gpu.CUDA) ? Gpu.CUDA : null;
+            case METAL, CUDA -> {
+                kernelRefusal(mlx, asked).ifPresent(why -> {
+                    throw new IllegalStateException(why);
+                });
+                yield asked == MlxOptions.TurboKernel.METAL ? Gpu.METAL : Gpu.CUDA;
+            }
+        };
+    }
+
+    private static MlxTurboKernels openTurboKernels(Mlx mlx, Gpu gpu) {
         try {
-            return new MlxTurboMetal(mlx);
+            return MlxTurboKernels.open(mlx, gpu);
         } catch (MlxException e) {
-            throw new IllegalStateException("tqserve.backend.mlx.turbo-kernel=metal: MLX refused the kernels: "
-                    + e.getMessage(), e);
+            throw new IllegalStateException("tqserve.backend.mlx.turbo-kernel=" + gpu.wireName()
+                    + ": MLX refused the kernels: " + e.getMessage(), e);
         }
     }
 
     /** Why turbo-kernel=metal cannot run on this MLX (no Metal device), or empty when it can. */
     public static Optional<String> metalRefusal(Mlx mlx) {
-        return MlxMetalKernel.metalAvailable(mlx) ? Optional.empty()
-                : Optional.of("tqserve.backend.mlx.turbo-kernel=metal needs MLX on a Metal device, and "
-                        + mlx.libraryFile() + " runs on " + mlx.device() + " without Metal; use "
-                        + "tqserve.backend.mlx.turbo-kernel=ops");
+        return kernelRefusal(mlx, MlxOptions.TurboKernel.METAL);
     }
 
-    /** The Metal kernels of decode-step TurboQuant attention, or null for the ops path. */
-    MlxTurboMetal turboMetal() {
-        return turboMetal;
+    /**
+     * Why {@code asked} (metal or cuda) cannot run on this MLX (no such back-end on its device), or empty when it
+     * can; auto and ops always run.
+     */
+    public static Optional<String> kernelRefusal(Mlx mlx, MlxOptions.TurboKernel asked) {
+        if (!asked.gpuKernel()) {
+            return Optional.empty();
+        }
+        Gpu gpu = asked == MlxOptions.TurboKernel.METAL ? Gpu.METAL : Gpu.CUDA;
+        String what = gpu == Gpu.METAL ? "MLX on a Metal device" : "MLX on a CUDA device";
+        return MlxCustomKernel.available(mlx, gpu) ? Optional.empty()
+                : Optional.of("tqserve.backend.mlx.turbo-kernel=" + asked.wireName() + " needs " + what + ", and "
+                        + mlx.libraryFile() + " runs on " + mlx.device() + " without "
+                        + (gpu == Gpu.METAL ? "Metal" : "CUDA") + "; use tqserve.backend.mlx.turbo-kernel=auto or ops");
+    }
+
+    /** The GPU kernels of decode-step TurboQuant attention, or null for the ops path. */
+    MlxTurboKernels turboKernels() {
+        return turboKernels;
+    }
+
+    /** The TurboQuant attention path decode steps take: ops, metal or cuda (turbo-kernel=auto resolved). */
+    public String turboKernelPath() {
+        return turboKernels == null ? "ops" : turboKernels.gpu().wireName();
     }
 
     /**
@@ -149,7 +194,8 @@ public final class MlxBackend implements ComputeBackend {
     @Override
     public String describe() {
         return "mlx: MLX " + mlx.version() + " on " + mlx.device() + " via " + mlx.libraryFile() + ", "
-                + options.dtype().wireName() + " dtype, TurboQuant attention " + options.turboKernel().wireName()
+                + options.dtype().wireName() + " dtype, TurboQuant attention " + turboKernelPath()
+                + (options.turboKernel() == MlxOptions.TurboKernel.AUTO ? " (auto)" : "")
                 + ", wired limit " + (wiredLimit >> 20) + " MB; Java kernels "
                 + cpu.describe();
     }
@@ -249,8 +295,8 @@ public final class MlxBackend implements ComputeBackend {
                 deviceWeights.clear();
             }
             cpu.close();
-            if (turboMetal != null) {
-                turboMetal.close();
+            if (turboKernels != null) {
+                turboKernels.close();
             }
         });
     }

@@ -21,9 +21,9 @@ public record MlxOptions(Dtype dtype, long wiredLimit, long cacheLimit, TurboKer
     /** The defaults: native dtype, wired limit = recommended working set, MLX's cache limit. */
     public static final MlxOptions DEFAULTS = new MlxOptions(Dtype.NATIVE, RECOMMENDED, MLX_DEFAULT);
 
-    /** The given dtype and limits with the ops path for TurboQuant attention. */
+    /** The given dtype and limits with the device's TurboQuant attention path ({@link TurboKernel#AUTO}). */
     public MlxOptions(Dtype dtype, long wiredLimit, long cacheLimit) {
-        this(dtype, wiredLimit, cacheLimit, TurboKernel.OPS);
+        this(dtype, wiredLimit, cacheLimit, TurboKernel.AUTO);
     }
 
     public MlxOptions {
@@ -31,7 +31,7 @@ public record MlxOptions(Dtype dtype, long wiredLimit, long cacheLimit, TurboKer
             throw new IllegalArgumentException("tqserve.backend.mlx.dtype must be native or float32");
         }
         if (turboKernel == null) {
-            throw new IllegalArgumentException("tqserve.backend.mlx.turbo-kernel must be ops or metal");
+            throw new IllegalArgumentException("tqserve.backend.mlx.turbo-kernel must be auto, ops, metal or cuda");
         }
         if (wiredLimit < RECOMMENDED || cacheLimit < MLX_DEFAULT) {
             throw new IllegalArgumentException("MLX limits must be sizes >= 0");
@@ -48,21 +48,32 @@ public record MlxOptions(Dtype dtype, long wiredLimit, long cacheLimit, TurboKer
 
     /** {@code tqserve.backend.mlx.turbo-kernel}: how a decode step attends over a device TurboQuant cache. */
     public enum TurboKernel {
+        /** The device's kernel: {@link #METAL} on a Metal device, {@link #CUDA} on a CUDA device, else {@link #OPS}. */
+        AUTO,
         /** MLX operations in blocks of tokens ({@code MlxTurboAttention}): every device, the reference. */
         OPS,
         /**
-         * Two custom Metal kernels read the packed cache where it lies ({@code MlxTurboMetal}); needs a Metal
-         * device, refused at startup elsewhere. Prefill chunks keep the ops path.
+         * The fused decode kernel in Metal ({@code MlxTurboKernels}) reads the packed cache where it lies; needs a
+         * Metal device, refused at startup elsewhere. Prefill chunks keep the ops path.
          */
-        METAL;
+        METAL,
+        /** The same fused decode kernel in CUDA; needs MLX's CUDA back-end on a GPU, refused at startup elsewhere. */
+        CUDA;
 
         public static TurboKernel parse(String s) {
-            return switch (s == null ? "ops" : s.trim().toLowerCase(Locale.ROOT)) {
-                case "ops", "" -> OPS;
+            return switch (s == null ? "auto" : s.trim().toLowerCase(Locale.ROOT)) {
+                case "auto", "" -> AUTO;
+                case "ops" -> OPS;
                 case "metal" -> METAL;
+                case "cuda" -> CUDA;
                 default -> throw new IllegalArgumentException(
-                        "tqserve.backend.mlx.turbo-kernel=" + s + " is not one of ops, metal");
+                        "tqserve.backend.mlx.turbo-kernel=" + s + " is not one of auto, ops, metal, cuda");
             };
+        }
+
+        /** Whether this asks for one GPU language's kernel (metal or cuda). */
+        public boolean gpuKernel() {
+            return this == METAL || this == CUDA;
         }
 
         public String wireName() {

@@ -23,9 +23,11 @@ import java.util.List;
  * </ul>
  *
  * The bf16 prefix (quantizedKvStart) is attended in plain float32. Query heads sharing a KV head (GQA) are
- * stacked as rows of one matmul against their KV head's codes, so the cache is read once per KV head. With
- * {@code tqserve.backend.mlx.turbo-kernel=metal} a decode step's scores and rotated-domain sums over the quantized
- * tokens come from {@link MlxTurboMetal}'s kernels instead of the blocks; the rest is the same.
+ * stacked as rows of one matmul against their KV head's codes, so the cache is read once per KV head. With a
+ * kernel path ({@code tqserve.backend.mlx.turbo-kernel=metal|cuda}, or {@code auto} on a GPU) a decode step's
+ * attention over the quantized tokens is {@link MlxTurboKernels}' fused kernel (scores, online softmax and rotated
+ * value sums in one pass) and its reduction; the bf16 prefix joins it through the log of the quantized tokens'
+ * softmax mass. Prefill chunks (several query rows, causal mask) keep the ops path.
  */
 final class MlxTurboAttention {
     /** Quantized tokens read per block. */
@@ -35,12 +37,12 @@ final class MlxTurboAttention {
     private final float scale;
     private final float[] signs;
     private final float[] centroids;
-    private final MlxTurboMetal metal; // null: ops only
+    private final MlxTurboKernels kernels; // null: ops only
 
-    /** metal: the Metal kernels for decode steps, or null for the ops path everywhere. */
-    MlxTurboAttention(DeviceTurboSpec spec, MlxTurboMetal metal) {
+    /** kernels: the GPU kernels for decode steps, or null for the ops path everywhere. */
+    MlxTurboAttention(DeviceTurboSpec spec, MlxTurboKernels kernels) {
         this.spec = spec;
-        this.metal = metal;
+        this.kernels = kernels;
         this.scale = (float) (1.0 / Math.sqrt(spec.headDim()));
         this.signs = spec.signs().clone();
         this.centroids = spec.centroids().clone();
@@ -58,14 +60,14 @@ final class MlxTurboAttention {
         int nP = Math.min(n, c.prefixTokens());
         int nQ = n - nP;
         MlxArray qf = s.reshape(s.astype(q, MlxDtype.FLOAT32), kvHeads, m, d);
+        if (kernels != null && rows == 1 && nQ > 0) { // decode steps only: no causal mask inside the kernel
+            return s.reshape(fused(s, c, layer, qf, m, nP, nQ), 1, spec.numHeads(), rows, d);
+        }
         List<MlxArray> scoreParts = new ArrayList<>();
         if (nP > 0) {
             scoreParts.add(s.matmul(qf, s.transpose(c.prefixRows(s, c.prefixKeys(layer), nP), 0, 2, 1)));
         }
-        boolean kernels = metal != null && rows == 1 && nQ > 0; // decode steps only: no causal mask inside a kernel
-        if (kernels) {
-            scoreParts.add(metal.scores(s, spec, c, layer, qf, m, nQ));
-        } else if (nQ > 0) {
+        if (nQ > 0) {
             int groups = spec.groups();
             MlxArray qg = s.transpose(s.reshape(qf, kvHeads, m, groups, DeviceTurboSpec.GROUP), 0, 2, 1, 3); // (H, G, m, 32)
             MlxArray qSum = s.sum(qg, 3, true); // (H, G, m, 1)
@@ -88,21 +90,37 @@ final class MlxTurboAttention {
         }
         if (nQ > 0) {
             MlxArray rotated = null;
-            if (kernels) {
-                MlxArray wq = s.slice(w, new int[] {0, 0, nP}, new int[] {kvHeads, m, n});
-                rotated = metal.valuesRotated(s, spec, c, layer, wq, s.fromFloats(centroids, centroids.length), m, nQ);
-            } else {
-                for (int b = 0; b < nQ; b += BLOCK) {
-                    int e = Math.min(nQ, b + BLOCK);
-                    MlxArray wb = s.slice(w, new int[] {0, 0, nP + b}, new int[] {kvHeads, m, nP + e});
-                    MlxArray acc = s.matmul(wb, blockValuesRotated(s, c, layer, b, e));
-                    rotated = rotated == null ? acc : s.add(rotated, acc);
-                }
+            for (int b = 0; b < nQ; b += BLOCK) {
+                int e = Math.min(nQ, b + BLOCK);
+                MlxArray wb = s.slice(w, new int[] {0, 0, nP + b}, new int[] {kvHeads, m, nP + e});
+                MlxArray acc = s.matmul(wb, blockValuesRotated(s, c, layer, b, e));
+                rotated = rotated == null ? acc : s.add(rotated, acc);
             }
             MlxArray values = s.multiply(s.hadamard(rotated), s.fromFloats(signs, d)); // (H·y) ⊙ σ, once per row
             out = out == null ? values : s.add(out, values);
         }
         return s.reshape(out, 1, spec.numHeads(), rows, d);
+    }
+
+    /**
+     * A decode step's attention (H, m, D) through the fused kernel: the kernel's normalised rotated sums over the nQ
+     * quantized tokens, turned to the original domain; with a bf16 prefix of nP tokens, one softmax over the prefix
+     * scores and the quantized tokens' log-mass weighs the prefix rows and the quantized part.
+     */
+    private MlxArray fused(MlxScope s, MlxTurboKvCache c, int layer, MlxArray qf, int m, int nP, int nQ) {
+        int kvHeads = spec.numKvHeads();
+        int d = spec.headDim();
+        MlxArray[] r = kernels.attend(s, spec, c, layer, qf, s.fromFloats(centroids, centroids.length), m, nQ);
+        MlxArray quantized = s.multiply(s.hadamard(r[0]), s.fromFloats(signs, d)); // (H·y) ⊙ σ
+        if (nP == 0) {
+            return quantized;
+        }
+        MlxArray prefixScores = s.multiply(s.matmul(qf, s.transpose(c.prefixRows(s, c.prefixKeys(layer), nP), 0, 2, 1)),
+                s.scalar(scale)); // (H, m, nP)
+        MlxArray w = s.softmax(s.concatenate(2, prefixScores, r[1]), 2); // (H, m, nP + 1)
+        MlxArray wp = s.slice(w, new int[3], new int[] {kvHeads, m, nP});
+        MlxArray wq = s.slice(w, new int[] {0, 0, nP}, new int[] {kvHeads, m, nP + 1});
+        return s.add(s.matmul(wp, c.prefixRows(s, c.prefixValues(layer), nP)), s.multiply(wq, quantized));
     }
 
     /** Scores (H, m, e−b) of the queries over quantized tokens [b, e), from the key codes. */

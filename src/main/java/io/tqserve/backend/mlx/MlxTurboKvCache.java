@@ -46,7 +46,7 @@ final class MlxTurboKvCache extends AbstractSequenceKv implements MlxSequenceKv 
         this.spec = spec;
         this.codec = new MlxTurboCodec(spec.headDim(), spec.kBits(), spec.kSigned(), spec.vBits(), spec.signs(),
                 spec.centroids(), spec.boundaries());
-        this.attention = new MlxTurboAttention(spec, backend.turboMetal());
+        this.attention = new MlxTurboAttention(spec, backend.turboKernels());
         this.store = mlx.newStore();
         this.prefixTokens = Math.min(spec.quantizedKvStart(), spec.maxTokens());
         this.quantizedMax = spec.maxTokens() - prefixTokens;

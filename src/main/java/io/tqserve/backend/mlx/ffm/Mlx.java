@@ -23,7 +23,7 @@ public final class Mlx {
     final MlxLibrary lib;
     final MlxNative n;
     final MlxOpsNative ops;
-    private volatile MlxMetalNative metal; // custom Metal kernels' handles, looked up on first use
+    private final MlxKernelNative[] kernels = new MlxKernelNative[MlxCustomKernel.Gpu.values().length]; // lazily
     private final Arena arena = Arena.ofShared(); // the device handle; never closed (process lifetime)
     private final MemorySegment device;           // mlx_device, the default device
     private final String version;
@@ -63,19 +63,14 @@ public final class Mlx {
         }
     }
 
-    /** The handles of MLX's custom-kernel API ({@link MlxMetalKernel}), looked up on first use. */
-    MlxMetalNative metal() {
-        MlxMetalNative m = metal;
-        if (m == null) {
-            synchronized (this) {
-                m = metal;
-                if (m == null) {
-                    m = new MlxMetalNative(lib);
-                    metal = m;
-                }
-            }
+    /** The handles of MLX's custom-kernel API in {@code gpu}'s language ({@link MlxCustomKernel}), on first use. */
+    synchronized MlxKernelNative kernels(MlxCustomKernel.Gpu gpu) {
+        MlxKernelNative k = kernels[gpu.ordinal()];
+        if (k == null) {
+            k = new MlxKernelNative(lib, gpu);
+            kernels[gpu.ordinal()] = k;
         }
-        return m;
+        return k;
     }
 
     /** Opens (once per file) the MLX-C library at {@code libraryFile}. */

@@ -7,16 +7,28 @@ import java.lang.foreign.ValueLayout;
 import java.util.List;
 
 /**
- * A kernel in the Metal Shading Language run through MLX's custom-kernel API ({@code mlx_fast_metal_kernel_*}):
- * the source is the kernel's body; MLX writes its signature from the input and output names, the inputs' dtypes
- * ({@code const device T* name}), the {@code name_shape} arrays the body mentions and the Metal attributes it uses
- * ({@code thread_position_in_grid}, {@code threads_per_grid}, ...), compiles one instantiation per set of template
- * arguments, and adds the kernel to the graph like any other operation. Metal only: on a build without it,
- * creation fails with MLX's message ("No Metal back-end"), and on a Metal build applying it to a CPU stream fails.
+ * A GPU kernel run through MLX's custom-kernel API, in the Metal Shading Language ({@code mlx_fast_metal_kernel_*})
+ * or CUDA ({@code mlx_fast_cuda_kernel_*}): the source is the kernel's body; MLX writes its signature from the input
+ * and output names, the inputs' dtypes ({@code const device T* name} in Metal, {@code const T* name} in CUDA), the
+ * {@code name_shape} arrays the body mentions and, in Metal, the attributes it uses
+ * ({@code thread_position_in_grid}, ...), puts the header before it, compiles one instantiation per set of template
+ * arguments (Metal template parameters, CUDA {@code constexpr}s; CUDA through NVRTC), and adds the kernel to the
+ * graph like any other operation. The grid counts threads in both languages; on CUDA, MLX launches
+ * ceil(grid / threadgroup) blocks, so a grid that is not a multiple of the threadgroup runs extra threads. On a
+ * build without the language's back-end, creation or application fails with MLX's message.
  */
-public final class MlxMetalKernel implements AutoCloseable {
+public final class MlxCustomKernel implements AutoCloseable {
+    /** The GPU language of a kernel, after the MLX back-end that runs it. */
+    public enum Gpu {
+        METAL, CUDA;
+
+        public String wireName() {
+            return name().toLowerCase(java.util.Locale.ROOT);
+        }
+    }
+
     private final Mlx mlx;
-    private final MlxMetalNative n;
+    private final MlxKernelNative n;
     private final Arena arena = Arena.ofShared();
     private final MemorySegment handle; // mlx_fast_metal_kernel by value
     private boolean closed;
@@ -36,15 +48,23 @@ public final class MlxMetalKernel implements AutoCloseable {
         }
     }
 
-    private MlxMetalKernel(Mlx mlx, String name, List<String> inputs, List<String> outputs, String source) {
+    private MlxCustomKernel(Mlx mlx, Gpu gpu, String name, List<String> inputs, List<String> outputs, String source,
+            String header) {
         this.mlx = mlx;
-        this.n = mlx.metal();
+        this.n = mlx.kernels(gpu);
         try {
             MemorySegment in = strings(inputs);
             MemorySegment out = strings(outputs);
             try {
-                handle = (MemorySegment) n.kernelNew.invokeExact((SegmentAllocator) arena, arena.allocateFrom(name), in,
-                        out, arena.allocateFrom(source), arena.allocateFrom(""), true, false);
+                MemorySegment nm = arena.allocateFrom(name);
+                MemorySegment src = arena.allocateFrom(source);
+                MemorySegment hdr = arena.allocateFrom(header);
+                // last argument: Metal's atomic_outputs (false), CUDA's dynamic shared memory bytes (0)
+                handle = gpu == Gpu.METAL
+                        ? (MemorySegment) n.kernelNew.invokeExact((SegmentAllocator) arena, nm, in, out, src, hdr, true,
+                                false)
+                        : (MemorySegment) n.kernelNew.invokeExact((SegmentAllocator) arena, nm, in, out, src, hdr, true,
+                                0);
             } finally {
                 MlxErrors.check((int) n.vectorStringFree.invokeExact(in), "mlx_vector_string_free");
                 MlxErrors.check((int) n.vectorStringFree.invokeExact(out), "mlx_vector_string_free");
@@ -54,7 +74,7 @@ public final class MlxMetalKernel implements AutoCloseable {
             throw MlxErrors.rethrow(t);
         }
         try {
-            MlxErrors.checkHandle(handle, "mlx_fast_metal_kernel_new(" + name + ")");
+            MlxErrors.checkHandle(handle, "mlx_fast_" + gpu.wireName() + "_kernel_new(" + name + ")");
         } catch (MlxException e) {
             arena.close();
             throw e;
@@ -62,25 +82,55 @@ public final class MlxMetalKernel implements AutoCloseable {
     }
 
     /**
-     * A kernel named {@code name} with body {@code source}, reading the named inputs and writing the named outputs;
-     * inputs are made row-contiguous before the kernel reads them.
+     * A Metal kernel named {@code name} with body {@code source}, reading the named inputs and writing the named
+     * outputs; inputs are made row-contiguous before the kernel reads them.
      *
      * @throws MlxException where MLX has no Metal back-end, with MLX's message
      */
-    public static MlxMetalKernel create(Mlx mlx, String name, List<String> inputs, List<String> outputs,
+    public static MlxCustomKernel create(Mlx mlx, String name, List<String> inputs, List<String> outputs,
             String source) {
-        return new MlxMetalKernel(mlx, name, inputs, outputs, source);
+        return create(mlx, Gpu.METAL, name, inputs, outputs, source, "");
+    }
+
+    /**
+     * A kernel in {@code gpu}'s language named {@code name} with body {@code source} and {@code header} (helpers and
+     * macros placed before the kernel), reading the named inputs and writing the named outputs; inputs are made
+     * row-contiguous before the kernel reads them.
+     *
+     * @throws MlxException where MLX refuses the kernel, with MLX's message
+     */
+    public static MlxCustomKernel create(Mlx mlx, Gpu gpu, String name, List<String> inputs, List<String> outputs,
+            String source, String header) {
+        return new MlxCustomKernel(mlx, gpu, name, inputs, outputs, source, header);
     }
 
     /** Whether MLX runs on a Metal device here ({@code mlx_metal_is_available}). */
     public static boolean metalAvailable(Mlx mlx) {
+        return available(mlx, Gpu.METAL);
+    }
+
+    /**
+     * Whether MLX runs kernels in {@code gpu}'s language here: {@code mlx_metal_is_available} /
+     * {@code mlx_cuda_is_available}. Where the library has no {@code mlx_cuda_is_available} (MLX-C before 0.5.0),
+     * CUDA is taken to be present when MLX's default device is a GPU and Metal is not available.
+     */
+    public static boolean available(Mlx mlx, Gpu gpu) {
+        MlxKernelNative k = mlx.kernels(gpu);
+        if (k.isAvailable == null) {
+            return gpu == Gpu.CUDA && mlx.device().startsWith("Device(gpu") && !metalAvailable(mlx);
+        }
         try (Arena a = Arena.ofConfined()) {
             MemorySegment res = a.allocate(ValueLayout.JAVA_BOOLEAN);
-            MlxErrors.check((int) mlx.metal().isAvailable.invokeExact(res), "mlx_metal_is_available");
+            MlxErrors.check((int) k.isAvailable.invokeExact(res), "mlx_" + gpu.wireName() + "_is_available");
             return res.get(ValueLayout.JAVA_BOOLEAN, 0);
         } catch (Throwable t) {
             throw MlxErrors.rethrow(t);
         }
+    }
+
+    /** The language of this kernel. */
+    public Gpu gpu() {
+        return n.gpu;
     }
 
     private MemorySegment strings(List<String> names) throws Throwable {
@@ -101,25 +151,25 @@ public final class MlxMetalKernel implements AutoCloseable {
     public MlxArray[] apply(MlxScope s, List<MlxArray> inputs, List<Output> outputs, int[] grid, int[] group,
             List<TemplateArg> args) {
         if (closed) {
-            throw new IllegalStateException("Metal kernel is closed");
+            throw new IllegalStateException("custom kernel is closed");
         }
         try (Arena a = Arena.ofConfined()) {
             MemorySegment cfg = (MemorySegment) n.configNew.invokeExact((SegmentAllocator) a);
-            MlxErrors.checkHandle(cfg, "mlx_fast_metal_kernel_config_new");
+            MlxErrors.checkHandle(cfg, "mlx_fast_kernel_config_new");
             try {
                 for (Output o : outputs) {
                     MlxErrors.check((int) n.configAddOutput.invokeExact(cfg, a.allocateFrom(ValueLayout.JAVA_INT,
-                            o.shape()), (long) o.shape().length, o.dtype().c()), "mlx_fast_metal_kernel_config_add_output_arg");
+                            o.shape()), (long) o.shape().length, o.dtype().c()), "mlx_fast_kernel_config_add_output_arg");
                 }
                 MlxErrors.check((int) n.configSetGrid.invokeExact(cfg, grid[0], grid[1], grid[2]),
-                        "mlx_fast_metal_kernel_config_set_grid");
+                        "mlx_fast_kernel_config_set_grid");
                 MlxErrors.check((int) n.configSetThreadGroup.invokeExact(cfg, group[0], group[1], group[2]),
-                        "mlx_fast_metal_kernel_config_set_thread_group");
+                        "mlx_fast_kernel_config_set_thread_group");
                 for (TemplateArg t : args) {
                     MemorySegment name = a.allocateFrom(t.name());
                     int st = t.bool() ? (int) n.configAddTemplateBool.invokeExact(cfg, name, t.value() != 0)
                             : (int) n.configAddTemplateInt.invokeExact(cfg, name, t.value());
-                    MlxErrors.check(st, "mlx_fast_metal_kernel_config_add_template_arg");
+                    MlxErrors.check(st, "mlx_fast_kernel_config_add_template_arg");
                 }
                 return run(s, a, cfg, inputs, outputs.size());
             } finally {
@@ -137,7 +187,7 @@ public final class MlxMetalKernel implements AutoCloseable {
         try {
             // out passed as mlx_vector_array*: the call sets it
             MlxErrors.check((int) n.kernelApply.invokeExact(out, handle, in, cfg, s.stream()),
-                    "mlx_fast_metal_kernel_apply");
+                    "mlx_fast_" + n.gpu.wireName() + "_kernel_apply");
             MlxArray[] result = new MlxArray[outputs];
             for (int i = 0; i < outputs; i++) {
                 result[i] = s.newArray();
