@@ -1,0 +1,162 @@
+package io.tqserve.constraint;
+
+import dk.brics.automaton.Automaton;
+import dk.brics.automaton.State;
+import dk.brics.automaton.Transition;
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * An automaton over a string's characters (UTF-16 units of the Basic Multilingual Plane, no surrogates) turned
+ * into an automaton over the bytes of the JSON string's contents (between the quotes): each character as UTF-8,
+ * except {@code "} and {@code \} and the control characters, which are written as escapes the way Python's
+ * {@code json.dumps} writes them ({@code \"}, {@code \\}, {@code \n}, {@code \r}, {@code \t}, {@code \b},
+ * {@code \f}, else a backslash, {@code u00} and two lower-case hex digits). One spelling per character keeps the byte language exactly
+ * the image of the character language. UTF-8 is order-preserving, so a character range becomes a few byte-range
+ * paths (the usual split at the lead-byte boundaries).
+ */
+final class JsonStringContent {
+    private JsonStringContent() {
+    }
+
+    static Automaton of(Automaton chars) {
+        Automaton a = chars.clone();
+        a.determinize();
+        Map<State, State> map = new HashMap<>();
+        for (State s : a.getStates()) {
+            State t = new State();
+            t.setAccept(s.isAccept());
+            map.put(s, t);
+        }
+        for (State s : a.getStates()) {
+            State from = map.get(s);
+            for (Transition tr : s.getTransitions()) {
+                range(from, map.get(tr.getDest()), tr.getMin(), tr.getMax());
+            }
+        }
+        Automaton out = new Automaton();
+        out.setInitialState(map.get(a.getInitialState()));
+        out.setDeterministic(false);
+        out.restoreInvariant();
+        out.minimize();
+        return out;
+    }
+
+    private static void range(State from, State to, int lo, int hi) {
+        for (int c = lo; c <= Math.min(hi, 0x1F); c++) { // control characters: escapes
+            path(from, to, escape(c));
+        }
+        lo = Math.max(lo, 0x20);
+        if (lo > hi) {
+            return;
+        }
+        for (int special : new int[] {'"', '\\'}) {
+            if (lo <= special && special <= hi) {
+                if (lo < special) {
+                    utf8(from, to, lo, special - 1);
+                }
+                path(from, to, escape(special));
+                lo = special + 1;
+            }
+        }
+        if (lo > hi) {
+            return;
+        }
+        // never a surrogate code unit: strings here are BMP only
+        if (lo <= 0xDFFF && hi >= 0xD800) {
+            if (lo < 0xD800) {
+                utf8(from, to, lo, 0xD7FF);
+            }
+            if (hi > 0xDFFF) {
+                utf8(from, to, 0xE000, hi);
+            }
+            return;
+        }
+        utf8(from, to, lo, hi);
+    }
+
+    static byte[] escape(int c) {
+        String s = switch (c) {
+            case '"' -> "\\\"";
+            case '\\' -> "\\\\";
+            case '\n' -> "\\n";
+            case '\r' -> "\\r";
+            case '\t' -> "\\t";
+            case '\b' -> "\\b";
+            case '\f' -> "\\f";
+            default -> String.format("\\u%04x", c);
+        };
+        return s.getBytes(StandardCharsets.US_ASCII);
+    }
+
+    private static void path(State from, State to, byte[] b) {
+        State s = from;
+        for (int k = 0; k < b.length; k++) {
+            State next = k == b.length - 1 ? to : new State();
+            s.addTransition(new Transition((char) (b[k] & 0xFF), next));
+            s = next;
+        }
+    }
+
+    /** Code points lo..hi (no surrogates, at least 0x20) as UTF-8 byte paths. */
+    private static void utf8(State from, State to, int lo, int hi) {
+        int[] bounds = {0x7F, 0x7FF, 0xFFFF};
+        for (int b : bounds) {
+            if (lo <= b && hi > b) {
+                utf8(from, to, lo, b);
+                utf8(from, to, b + 1, hi);
+                return;
+            }
+        }
+        sequences(from, to, encode(lo), encode(hi), 0);
+    }
+
+    private static int[] encode(int c) {
+        byte[] b = new String(Character.toChars(c)).getBytes(StandardCharsets.UTF_8);
+        int[] out = new int[b.length];
+        for (int k = 0; k < b.length; k++) {
+            out[k] = b[k] & 0xFF;
+        }
+        return out;
+    }
+
+    /** Every byte sequence between lo and hi (same length, lexicographic order) from position k on. */
+    private static void sequences(State from, State to, int[] lo, int[] hi, int k) {
+        int n = lo.length;
+        if (k == n - 1) {
+            from.addTransition(new Transition((char) lo[k], (char) hi[k], to));
+            return;
+        }
+        if (lo[k] == hi[k]) {
+            State mid = new State();
+            from.addTransition(new Transition((char) lo[k], mid));
+            sequences(mid, to, lo, hi, k + 1);
+            return;
+        }
+        int[] top = lo.clone(); // lo[k] followed by lo's tail up to the largest continuation bytes
+        int[] bottom = hi.clone(); // hi[k] followed by the smallest continuation bytes up to hi's tail
+        for (int j = k + 1; j < n; j++) {
+            top[j] = 0xBF;
+            bottom[j] = 0x80;
+        }
+        State a = new State();
+        from.addTransition(new Transition((char) lo[k], a));
+        sequences(a, to, lo, top, k + 1);
+        if (hi[k] - lo[k] >= 2) {
+            State s = from;
+            for (int j = k; j < n; j++) {
+                State next = j == n - 1 ? to : new State();
+                if (j == k) {
+                    s.addTransition(new Transition((char) (lo[k] + 1), (char) (hi[k] - 1), next));
+                } else {
+                    s.addTransition(new Transition((char) 0x80, (char) 0xBF, next));
+                }
+                s = next;
+            }
+        }
+        State b = new State();
+        from.addTransition(new Transition((char) hi[k], b));
+        sequences(b, to, bottom, hi, k + 1);
+    }
+}
