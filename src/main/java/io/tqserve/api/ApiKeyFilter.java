@@ -16,7 +16,8 @@ import org.springframework.web.server.WebFilterChain;
 import reactor.core.publisher.Mono;
 
 /**
- * Bearer auth when {@code tqserve.api.keys} is not empty. Deny by default: every path needs the key — /v1/**,
+ * Bearer auth when {@code tqserve.api.keys} is not empty (or the key in {@code x-api-key}, as Anthropic's clients
+ * send it). Deny by default: every path needs the key — /v1/**,
  * /tokenize, /detokenize, the snapshot API, unknown paths and the actuator — except the actuator endpoints named
  * in {@code tqserve.api.open-actuator} (health by default, with its /liveness and /readiness groups). A missing
  * or wrong key is a 401 with an OpenAI error body.
@@ -30,6 +31,8 @@ import reactor.core.publisher.Mono;
 @Order(Ordered.HIGHEST_PRECEDENCE + 10)
 public final class ApiKeyFilter implements WebFilter {
     static final String ACTUATOR = "/actuator";
+    /** The header Anthropic's clients send their key in. */
+    static final String API_KEY_HEADER = "x-api-key";
 
     private final List<byte[]> keyDigests;
     private final Set<String> openActuator;
@@ -45,10 +48,15 @@ public final class ApiKeyFilter implements WebFilter {
             return chain.filter(exchange);
         }
         String auth = exchange.getRequest().getHeaders().getFirst(HttpHeaders.AUTHORIZATION);
-        if (auth == null || !auth.regionMatches(true, 0, "Bearer ", 0, 7)) {
+        String key;
+        if (auth != null && auth.regionMatches(true, 0, "Bearer ", 0, 7)) {
+            key = auth.substring(7).trim();
+        } else if (exchange.getRequest().getHeaders().getFirst(API_KEY_HEADER) instanceof String k) {
+            key = k.trim(); // Anthropic's clients send the key so
+        } else {
             return Mono.error(unauthorized("missing API key: send Authorization: Bearer <key>"));
         }
-        byte[] digest = sha256(auth.substring(7).trim());
+        byte[] digest = sha256(key);
         if (!matches(digest)) {
             return Mono.error(unauthorized("invalid API key"));
         }

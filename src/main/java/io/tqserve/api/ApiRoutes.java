@@ -10,7 +10,7 @@ import org.springframework.web.reactive.function.server.RouterFunction;
 import org.springframework.web.reactive.function.server.RouterFunctions;
 import org.springframework.web.reactive.function.server.ServerResponse;
 
-/** The OpenAI-compatible endpoints (docs/api.md). */
+/** The OpenAI-compatible endpoints and Anthropic's Messages API (docs/api.md). */
 @Configuration(proxyBeanMethods = false)
 public class ApiRoutes {
 
@@ -27,6 +27,15 @@ public class ApiRoutes {
                 .route(POST("/v1/kv/snapshots"), snapshots::create)
                 .route(GET("/v1/kv/snapshots"), snapshots::list)
                 .route(DELETE("/v1/kv/snapshots/{id}"), snapshots::delete)
+                .build();
+    }
+
+    /** The protocols translated into chat requests (Anthropic's Messages API, OpenAI's Responses API). */
+    @Bean
+    RouterFunction<ServerResponse> tqserveProtocols(ProtocolHandler protocols) {
+        return RouterFunctions.route()
+                .route(POST("/v1/messages"), protocols::messages)
+                .route(POST("/v1/messages/count_tokens"), protocols::countTokens)
                 .build();
     }
 }

@@ -82,6 +82,31 @@ public final class GenerationHandler {
     }
 
     private Mono<ServerResponse> handle(ServerRequest request, Endpoint endpoint) {
+        return handle(request, endpoint, null);
+    }
+
+    /**
+     * A protocol translated into chat requests (docs/api.md): its body becomes a chat completion request, which
+     * takes the chat path (parsing, template, routing, lanes, prompt cache, structured outputs); its answer is
+     * written by the translator's {@link WireOutput}, and its errors name the protocol's own fields.
+     */
+    Mono<ServerResponse> translated(ServerRequest request, Endpoint endpoint, Translator translator) {
+        return handle(request, endpoint, translator).onErrorMap(ApiException.class, translator::rename);
+    }
+
+    /** What {@link #translated} needs of a protocol. */
+    interface Translator {
+        /** The request as a chat completion request body (a 400 for what the protocol refuses). */
+        JsonNode chatBody(JsonNode body, String tenant);
+
+        /** The answer of one response, whose request was {@code body}. */
+        WireOutput output(JsonNode body, String tenant, String id, String model, PromptBuilder.Prepared prepared);
+
+        /** The same error naming the protocol's field instead of the chat request's. */
+        ApiException rename(ApiException e);
+    }
+
+    private Mono<ServerResponse> handle(ServerRequest request, Endpoint endpoint, Translator translator) {
         long arrival = System.nanoTime();
         String laneHeader = request.headers().firstHeader(LANE_HEADER);
         return Mono.defer(() -> {
@@ -90,10 +115,13 @@ public final class GenerationHandler {
             String tenant = Tenant.of(request.exchange());
             AtomicReference<String> cacheNamespace = new AtomicReference<>(tenant);
             java.util.concurrent.atomic.AtomicBoolean speculative = new java.util.concurrent.atomic.AtomicBoolean(true);
+            AtomicReference<JsonNode> original = new AtomicReference<>();
             return Json.body(request)
                     .map(body -> {
                         JsonNode json = Json.read(body);
-                        ParsedRequest parsed = parser.parse(json, endpoint, laneHeader);
+                        original.set(json);
+                        ParsedRequest parsed = translator == null ? parser.parse(json, endpoint, laneHeader)
+                                : parser.parse(translator.chatBody(json, tenant), Endpoint.CHAT, laneHeader);
                         cacheNamespace.set(Tenant.cacheNamespace(tenant, json));
                         speculative.set(Speculation.allowed(json));
                         return parsed;
@@ -103,8 +131,27 @@ public final class GenerationHandler {
                     .map(p -> builder.prepare(p, p.kvSnapshot() == null ? null
                             : snapshots.resolve(p.kvSnapshot(), tenant, loaded.model()))
                             .withCacheNamespace(cacheNamespace.get()).withSpeculative(speculative.get()))
-                    .flatMap(p -> respond(p, loaded, arrival, request.exchange().getResponse().getHeaders()));
+                    .flatMap(p -> respond(p, loaded, arrival, request.exchange().getResponse().getHeaders(),
+                            endpoint, translator == null ? null
+                                    : (id, model) -> translator.output(original.get(), tenant, id, model, p)));
         });
+    }
+
+    /**
+     * The tokens of a translated request's prompt as the chat path renders it (with its tools), without
+     * generating: Anthropic's count_tokens.
+     */
+    Mono<Integer> promptTokens(ServerRequest request, Translator translator) {
+        return Mono.defer(() -> {
+            ServingRuntime.Loaded loaded = Readiness.require(runtime, settings);
+            PromptBuilder builder = new PromptBuilder(structuredOutput(loaded.model()), settings.defaultMaxTokens());
+            String tenant = Tenant.of(request.exchange());
+            return Json.body(request)
+                    .map(body -> parser.parse(translator.chatBody(Json.read(body), tenant), Endpoint.CHAT, null))
+                    .doOnNext(this::checkModel)
+                    .publishOn(scheduler)
+                    .map(p -> builder.prepare(p).generation().promptTokens().length);
+        }).onErrorMap(ApiException.class, translator::rename);
     }
 
     /** The served model's constraint cache (a new one when the runtime serves another model). */
@@ -126,7 +173,8 @@ public final class GenerationHandler {
     }
 
     private Mono<ServerResponse> respond(PromptBuilder.Prepared p, ServingRuntime.Loaded loaded, long arrival,
-            HttpHeaders responseHeaders) {
+            HttpHeaders responseHeaders, Endpoint endpoint, java.util.function.BiFunction<String, String, WireOutput>
+                    wire) {
         ParsedRequest r = p.request();
         GenerationRequest gen = p.generation();
         RouteDecision decision;
@@ -164,12 +212,15 @@ public final class GenerationHandler {
         events = deadline.bound(events, arrival);
         RequestTiming timing = new RequestTiming(loaded.routing().observer(), decision.lane().kind(), arrival,
                 System.nanoTime());
-        String id = r.endpoint().idPrefix() + HexFormat.of().formatHex(randomBytes());
+        String id = endpoint.idPrefix() + HexFormat.of().formatHex(randomBytes());
         requestLog.routed(id, r, gen, decision, () -> loaded.model().tokenizer().decode(gen.promptTokens()));
         long created = System.currentTimeMillis() / 1000;
         String model = r.model() != null ? r.model() : runtime.modelId();
         String fingerprint = "fp_" + loaded.model().fingerprint().substring(0, 10);
         ServerResponse.BodyBuilder ok = ServerResponse.ok();
+        if (wire != null) {
+            return translatedResponse(wire.apply(id, model), r.stream(), events, timing, ok);
+        }
         if (r.stream()) {
             StreamEncoder enc = new StreamEncoder(r.endpoint(), id, created, model, fingerprint, r.includeUsage(),
                     r.logprobs(), loaded.model().tokenizer(), p.plan().parser());
@@ -221,6 +272,52 @@ public final class GenerationHandler {
                 .doOnNext(f -> lastFrame.set(System.nanoTime()))
                 .takeUntil(f -> f == StreamEncoder.DONE)
                 .doFinally(s -> timing.end());
+    }
+
+    /** The answer of a translated request: its output's SSE frames, or its JSON body. */
+    private Mono<ServerResponse> translatedResponse(WireOutput out, boolean stream, Flux<GenerationEvent> events,
+            RequestTiming timing, ServerResponse.BodyBuilder ok) {
+        if (stream) {
+            AtomicLong lastFrame = new AtomicLong(System.nanoTime());
+            long every = settings.keepAliveInterval().toNanos();
+            String end = new String(); // a marker compared by identity: the merge with keep-alives ends there
+            Flux<String> main = Flux.concat(
+                    Flux.fromIterable(out.start()),
+                    events.doOnNext(timing::on)
+                            .concatMapIterable(e -> e instanceof GenerationEvent.Failed f
+                                    ? out.failure(deadline.toApiException(f)) : out.on(e))
+                            .onErrorResume(e -> Flux.fromIterable(out.failure(new ApiException(
+                                    HttpStatus.INTERNAL_SERVER_ERROR, "server_error", null, null,
+                                    "generation failed: " + e.getMessage(), null)))),
+                    Flux.just(end));
+            Flux<String> keepAlive = Flux.interval(settings.keepAliveInterval())
+                    .onBackpressureDrop()
+                    .filter(tick -> System.nanoTime() - lastFrame.get() >= every)
+                    .map(tick -> out.keepAlive());
+            Flux<String> frames = Flux.merge(main, keepAlive)
+                    .doOnNext(f -> lastFrame.set(System.nanoTime()))
+                    .takeUntil(f -> f == end)
+                    .filter(f -> f != end)
+                    .doFinally(s -> timing.end());
+            BodyInserter<Flux<String>, ReactiveHttpOutputMessage> body = (o, ctx) -> o.writeAndFlushWith(
+                    frames.map(f -> Mono.just(o.bufferFactory().wrap(f.getBytes(StandardCharsets.UTF_8)))));
+            return ok.contentType(EVENT_STREAM).header("Cache-Control", "no-cache")
+                    .header("X-Accel-Buffering", "no").body(body);
+        }
+        return events.doOnNext(timing::on)
+                .collectList()
+                .publishOn(scheduler)
+                .map(all -> {
+                    for (GenerationEvent e : all) {
+                        if (e instanceof GenerationEvent.Failed f) {
+                            throw deadline.toApiException(f);
+                        }
+                    }
+                    return out.body(all);
+                })
+                .doFinally(s -> timing.end())
+                .flatMap(json -> ok.contentType(MediaType.APPLICATION_JSON)
+                        .bodyValue(json.getBytes(StandardCharsets.UTF_8)));
     }
 
     private static String errorFrame(ApiException e) {

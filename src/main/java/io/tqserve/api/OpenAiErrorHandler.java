@@ -1,5 +1,6 @@
 package io.tqserve.api;
 
+import io.tqserve.api.anthropic.AnthropicErrors;
 import io.tqserve.api.openai.ErrorBody;
 import io.tqserve.api.openai.Wire;
 import java.nio.charset.StandardCharsets;
@@ -32,7 +33,8 @@ import reactor.netty.http.server.HttpServerResponse;
  * Every error the server answers carries an OpenAI error body ({@code {"error": {"message", "type", "param",
  * "code"}}}) and the right status: {@link ApiException}s as they say; unknown paths 404; wrong methods 405; a
  * body over the size limit 413; anything unexpected 500 (logged, never with internals in the message).
- * Runs before Spring Boot's own error handler.
+ * The {@code /v1/messages} paths answer in Anthropic's shape instead ({@link AnthropicErrors}). Runs before Spring
+ * Boot's own error handler.
  */
 @Component
 @Order(-2)
@@ -66,13 +68,15 @@ public final class OpenAiErrorHandler implements WebExceptionHandler {
             return Mono.empty();
         }
         ApiException api = toApiException(exchange, ex);
-        response.setStatusCode(api.status());
+        boolean anthropic = AnthropicErrors.serves(exchange.getRequest().getPath().pathWithinApplication().value());
+        response.setStatusCode(anthropic ? HttpStatusCode.valueOf(AnthropicErrors.status(api)) : api.status());
         HttpHeaders h = response.getHeaders();
         h.setContentType(MediaType.APPLICATION_JSON);
         if (api.retryAfter() != null) {
             h.set(HttpHeaders.RETRY_AFTER, Long.toString(Math.max(1, api.retryAfter().toSeconds())));
         }
-        byte[] body = Wire.json(ErrorBody.of(api.getMessage(), api.type(), api.param(), api.code()))
+        byte[] body = (anthropic ? AnthropicErrors.body(api)
+                : Wire.json(ErrorBody.of(api.getMessage(), api.type(), api.param(), api.code())))
                 .getBytes(StandardCharsets.UTF_8);
         return drainRequestBody(exchange).then(
                 Mono.defer(() -> response.writeWith(Mono.just(response.bufferFactory().wrap(body)))));

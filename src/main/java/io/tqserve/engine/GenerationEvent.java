@@ -37,9 +37,15 @@ public sealed interface GenerationEvent permits GenerationEvent.Started, Generat
      * @param promptTokens     prompt tokens
      * @param completionTokens generated tokens
      * @param cachedTokens     prompt tokens served from a cached prefix
+     * @param stopSequence     the stop string that ended the text, or null (end of sequence, length, cancelled)
      */
     record Finished(FinishReason reason, String trailingText, int promptTokens, int completionTokens,
-            int cachedTokens) implements GenerationEvent {
+            int cachedTokens, String stopSequence) implements GenerationEvent {
+        /** Not ended by a stop string. */
+        public Finished(FinishReason reason, String trailingText, int promptTokens, int completionTokens,
+                int cachedTokens) {
+            this(reason, trailingText, promptTokens, completionTokens, cachedTokens, null);
+        }
     }
 
     /**

@@ -290,7 +290,7 @@ final class Sequence {
         }
         done = true;
         outcome = reason;
-        emit(new GenerationEvent.Finished(reason, trailing, prompt.length, generated, cachedTokens));
+        emit(new GenerationEvent.Finished(reason, trailing, prompt.length, generated, cachedTokens, stops.matched()));
         sink.tryEmitComplete();
     }
 

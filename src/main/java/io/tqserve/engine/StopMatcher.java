@@ -11,6 +11,7 @@ public final class StopMatcher {
     private final int longest;
     private final StringBuilder held = new StringBuilder();
     private boolean stopped;
+    private String matched;
 
     public StopMatcher(List<String> stops) {
         this.stops = stops.stream().filter(s -> !s.isEmpty()).toList();
@@ -31,8 +32,9 @@ public final class StopMatcher {
         int cut = Integer.MAX_VALUE;
         for (String s : stops) {
             int at = held.indexOf(s);
-            if (at >= 0) {
-                cut = Math.min(cut, at);
+            if (at >= 0 && at < cut) {
+                cut = at;
+                matched = s;
             }
         }
         if (cut != Integer.MAX_VALUE) {
@@ -63,6 +65,11 @@ public final class StopMatcher {
     /** True once a stop string was seen. */
     public boolean stopped() {
         return stopped;
+    }
+
+    /** The stop string that ended the text (the first given of those starting earliest), or null. */
+    public String matched() {
+        return matched;
     }
 
     /** At the end of generation without a stop: the held-back text is released. */
