@@ -144,7 +144,7 @@ public final class GenerationHandler {
     Mono<Integer> promptTokens(ServerRequest request, Translator translator) {
         return Mono.defer(() -> {
             ServingRuntime.Loaded loaded = Readiness.require(runtime, settings);
-            PromptBuilder builder = new PromptBuilder(structuredOutput(loaded.model()), settings.defaultMaxTokens());
+            PromptBuilder builder = new PromptBuilder(structuredOutput(loaded.model()), settings);
             String tenant = Tenant.of(request.exchange());
             return Json.body(request)
                     .map(body -> parser.parse(translator.chatBody(Json.read(body), tenant), Endpoint.CHAT, null))
