@@ -57,7 +57,7 @@ class AuthTest extends HardenedServingContext {
             assertThat(none.headers().firstValue("Content-Type")).hasValue("application/json");
             for (String[] bad : new String[][] {{"Authorization", "Bearer wrong"}, {"Authorization", "Bearer " + KEY
                     + "x"}, {"Authorization", "Bearer " + KEY.substring(0, KEY.length() - 1)}, {"Authorization",
-                    "Basic " + KEY}, {"X-Api-Key", KEY}}) {
+                    "Basic " + KEY}, {"X-Api-Key", KEY + "x"}}) {
                 HttpResponse<String> r = call(c, bad);
                 assertThat(r.statusCode()).as(c.path() + " " + bad[1]).isEqualTo(401);
                 assertThat(r.body()).isIn(MISSING, WRONG);
@@ -67,6 +67,8 @@ class AuthTest extends HardenedServingContext {
             for (String key : new String[] {KEY, OTHER_KEY}) {
                 HttpResponse<String> r = call(c, "Authorization", "Bearer " + key);
                 assertThat(r.statusCode()).as(c.method() + " " + c.path()).isEqualTo(c.okStatus());
+                // Anthropic's clients send the key in x-api-key
+                assertThat(call(c, "x-api-key", key).statusCode()).as(c.path()).isEqualTo(c.okStatus());
             }
         }
         for (Call c : SNAPSHOTS) {
