@@ -12,6 +12,7 @@ public final class TqserveMain {
                                                     overrides; --service logs to rolling files)
               config init [--out FILE] | config check [FILE]   write a starter config file / validate one
               service install|uninstall|status      run the server as a LaunchAgent (macOS) / systemd user unit
+              doctor [--config FILE]                check this host, the model and the config; exit 0 when all pass
               generate --prompt TEXT [...]          generate text on the command line
               eval kv-curve [...]                   KV-scheme quality curve (KL vs effective bits)
               quantize --model DIR --bits 4|8 --out DIR [...]  write an MLX-format quantized copy of a model
@@ -71,6 +72,7 @@ public final class TqserveMain {
                 case "quantize" -> QuantizeCommand.run(args);
                 case "config" -> ConfigCommand.run(args);
                 case "service" -> ServiceCommand.run(args);
+                case "doctor" -> DoctorCommand.run(args);
                 case "help", "-h", "--help" -> {
                     System.out.print(USAGE);
                     yield 0;

@@ -73,6 +73,28 @@ public final class ConfigCheck {
     private ConfigCheck() {
     }
 
+    /**
+     * What a file gives the server.
+     *
+     * @param settings   the binding problems (unknown keys, types, ranges), in the order of the file
+     * @param serving    the first problem of the startup checks ({@link StartupValidator}), if any
+     * @param memory     weights + KV budgets against this host's memory ({@link KvMemoryCheck}), if they do not fit
+     * @param properties the settings as bound (the keys with binding problems left out)
+     * @param address    {@code server.address}, or null (every interface)
+     * @param port       {@code server.port}
+     * @param plan       the validated plan, or null when a startup check failed
+     */
+    public record Inspection(List<Problem> settings, Optional<Problem> serving, Optional<Problem> memory,
+            TqserveProperties properties, String address, int port, StartupValidator.Plan plan) {
+        /** Every problem, in the order of the file, those without a line last. */
+        public List<Problem> problems() {
+            List<Problem> all = new ArrayList<>(settings);
+            serving.ifPresent(all::add);
+            memory.ifPresent(all::add);
+            return byLine(all);
+        }
+    }
+
     /** The problems of the file; empty when the server would start from it. */
     public static List<Problem> check(Path file) {
         return check(file, Map.of());
@@ -84,6 +106,23 @@ public final class ConfigCheck {
      */
     public static List<Problem> check(Path file, Map<String, Object> contextDefaults) {
         Map<String, Object> values = new LinkedHashMap<>();
+        Optional<Problem> unreadable = read(file, values);
+        return unreadable.isPresent() ? List.of(unreadable.get()) : inspect(values, contextDefaults).problems();
+    }
+
+    /**
+     * Binds and checks the file (null: the packaged defaults alone); empty when it is not a readable YAML file,
+     * whose problem {@link #check} reports.
+     */
+    public static Optional<Inspection> inspect(Path file, Map<String, Object> contextDefaults) {
+        Map<String, Object> values = new LinkedHashMap<>();
+        if (file != null && read(file, values).isPresent()) {
+            return Optional.empty();
+        }
+        return Optional.of(inspect(values, contextDefaults));
+    }
+
+    private static Optional<Problem> read(Path file, Map<String, Object> values) {
         try {
             for (PropertySource<?> s : new YamlPropertySourceLoader().load(file.toString(),
                     new FileSystemResource(file))) {
@@ -91,28 +130,58 @@ public final class ConfigCheck {
                     m.forEach((k, v) -> values.put(k.toString(), v));
                 }
             }
+            return Optional.empty();
         } catch (IOException | RuntimeException e) {
-            return List.of(new Problem("", yamlLine(e), "not a readable YAML file: " + rootMessage(e)));
+            return Optional.of(new Problem("", yamlLine(e), "not a readable YAML file: " + rootMessage(e)));
         }
+    }
+
+    private static Inspection inspect(Map<String, Object> values, Map<String, Object> contextDefaults) {
         List<Problem> problems = new ArrayList<>();
-        for (int round = 0; round < MAX_PROBLEMS; round++) {
-            Optional<RuntimeException> failure = bind(values, contextDefaults);
-            if (failure.isEmpty()) {
-                return byLine(problems);
+        Bound bound = null;
+        for (int round = 0; round < MAX_PROBLEMS && bound == null; round++) {
+            Either result = bind(values, contextDefaults);
+            if (result.bound() != null) {
+                bound = result.bound();
+                break;
             }
-            List<Problem> found = explain(failure.get(), values);
+            List<Problem> found = explain(result.failure(), values);
             problems.addAll(found);
             boolean removed = false;
-            if (cause(failure.get(), BindException.class) != null) {
-                for (Problem p : found) {
-                    removed |= p.line() > 0 && remove(values, p.key());
-                }
+            for (Problem p : found) {
+                removed |= p.line() > 0 && remove(values, p.key());
             }
             if (!removed) {
-                return byLine(problems); // a check after binding: it stops at its first problem
+                break;
             }
         }
-        return byLine(problems);
+        if (bound == null) { // a binding problem the file cannot fix by leaving a key out: the defaults then
+            Either defaults = bind(Map.of(), contextDefaults);
+            if (defaults.bound() == null) {
+                throw new IllegalStateException("the packaged defaults do not bind", defaults.failure());
+            }
+            return new Inspection(byLine(problems), Optional.empty(), Optional.empty(), defaults.bound().properties(),
+                    defaults.bound().address(), defaults.bound().port(), null);
+        }
+        StartupValidator.Plan plan = null;
+        Optional<Problem> serving = Optional.empty();
+        Optional<Problem> memory = Optional.empty();
+        try {
+            plan = StartupValidator.validate(bound.properties());
+            memory = ServingConfiguration.memoryWarning(bound.properties(), plan).map(m -> named(m, values));
+        } catch (RuntimeException e) {
+            serving = Optional.of(named(e.getMessage() != null ? e.getMessage() : e.toString(), values));
+            plan = null;
+        }
+        return new Inspection(byLine(problems), serving, memory, bound.properties(), bound.address(), bound.port(),
+                plan);
+    }
+
+    /** The settings as the server binds them, and where it listens. */
+    record Bound(TqserveProperties properties, String address, int port) {
+    }
+
+    private record Either(Bound bound, RuntimeException failure) {
     }
 
     /** In the order of the file, problems without a line last. */
@@ -133,8 +202,8 @@ public final class ConfigCheck {
         return null;
     }
 
-    /** Starts the checking context on the file's values; the failure when it does not start. */
-    private static Optional<RuntimeException> bind(Map<String, Object> values, Map<String, Object> contextDefaults) {
+    /** Starts the binding context on the file's values: the bound settings, or the failure. */
+    private static Either bind(Map<String, Object> values, Map<String, Object> contextDefaults) {
         SpringApplication app = new SpringApplication(Checks.class);
         app.setWebApplicationType(WebApplicationType.NONE);
         app.setRegisterShutdownHook(false);
@@ -148,9 +217,9 @@ public final class ConfigCheck {
                     new OriginTrackedMapPropertySource("config file", new LinkedHashMap<>(values)));
         });
         try (ConfigurableApplicationContext ctx = app.run()) {
-            return Optional.empty();
+            return new Either(ctx.getBean(Bound.class), null);
         } catch (RuntimeException e) {
-            return Optional.of(e);
+            return new Either(null, e);
         }
     }
 
@@ -266,16 +335,13 @@ public final class ConfigCheck {
         }
 
         @Bean
-        StartupValidator.Plan checkedPlan(TqserveProperties props, Environment env) {
-            Integer port = Binder.get(env).bind("server.port", Integer.class).orElse(8080);
+        Bound bound(TqserveProperties props, Environment env) {
+            Binder binder = Binder.get(env);
+            int port = binder.bind("server.port", Integer.class).orElse(8080);
             if (port < 0 || port > 65535) {
-                throw new StartupValidationException("server.port=" + port + " is not a port (0 to 65535)");
+                throw new IllegalArgumentException("server.port=" + port + " is not a port (0 to 65535)");
             }
-            StartupValidator.Plan plan = StartupValidator.validate(props);
-            ServingConfiguration.memoryWarning(props, plan).ifPresent(m -> {
-                throw new StartupValidationException(m);
-            });
-            return plan;
+            return new Bound(props, binder.bind("server.address", String.class).orElse(null), port);
         }
     }
 }
