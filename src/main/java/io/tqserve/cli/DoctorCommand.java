@@ -5,7 +5,7 @@ import io.tqserve.backend.cpu.CpuBackend;
 import io.tqserve.backend.mlx.MlxBackend;
 import io.tqserve.backend.mlx.MlxOptions;
 import io.tqserve.backend.mlx.ffm.Mlx;
-import io.tqserve.backend.mlx.ffm.MlxMetalKernel;
+import io.tqserve.backend.mlx.ffm.MlxCustomKernel;
 import io.tqserve.config.ConfigCheck;
 import io.tqserve.config.StartupValidator;
 import io.tqserve.config.TqserveProperties;
@@ -136,7 +136,7 @@ final class DoctorCommand {
                     + "; fix: reinstall MLX-C (brew reinstall mlx-c) or point " + BackendSelector.ENV
                     + " at a working build"), Optional.empty());
         }
-        boolean metal = MlxMetalKernel.metalAvailable(mlx);
+        boolean metal = MlxCustomKernel.metalAvailable(mlx);
         String found = d.library().get() + " on " + mlx.device() + (metal ? ", Metal available" : ", no Metal");
         if (mac && !metal) {
             return new MlxResult(new Check("mlx", false, found + "; fix: install an MLX-C built with Metal "
