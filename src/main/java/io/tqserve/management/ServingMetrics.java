@@ -105,12 +105,30 @@ public final class ServingMetrics implements LaneObserver, RequestObserver {
         Gauge.builder("tqserve.server.kv.usage", runtime, ServingMetrics::kvReservedFraction)
                 .description("KV bytes reserved by admitted requests (worst case) / KV budget, all lanes (0..1)")
                 .strongReference(true).register(registry);
+        // The backend's device memory (MLX: active, peak since start, freed-buffer cache); 0 on the CPU backend and
+        // while the model loads.
+        for (String kind : java.util.List.of("active", "peak", "cache")) {
+            Gauge.builder("tqserve.device.memory", runtime, r -> deviceBytes(r, kind)).baseUnit("bytes")
+                    .description("device memory of the backend (MLX): active, peak, cache; 0 on the CPU")
+                    .tags("kind", kind).strongReference(true).register(registry);
+        }
         Gauge.builder("tqserve.model.info", () -> 1).description("the served model")
                 .tags("model", runtime.modelId(), "architecture", runtime.modelConfig().architecture().hfName(),
                         "head_dim", Integer.toString(runtime.modelConfig().headDim()), "backend", runtime.backend(),
                         "weight_bits", Integer.toString(weights.bits()), "weight_group_size",
                         Integer.toString(weights.groupSize()), "weight_bytes", Long.toString(weights.bytes()))
                 .strongReference(true).register(registry);
+    }
+
+    static double deviceBytes(ServingRuntime runtime, String kind) {
+        return runtime.loaded().map(l -> {
+            io.tqserve.backend.DeviceStats d = l.model().transformer().backend().deviceStats();
+            return (double) switch (kind) {
+                case "active" -> d.activeBytes();
+                case "peak" -> d.peakBytes();
+                default -> d.cacheBytes();
+            };
+        }).orElse(0.0);
     }
 
     private static double sum(ServingRuntime runtime, ToDoubleFunction<Lane> value) {
