@@ -70,7 +70,6 @@ public final class GenerationHandler {
                 settings.maxPromptChars());
         this.deadline = deadline;
         this.requestLog = new RequestLog(settings.logPrompts());
-        StructuredOutput.prebuild();
     }
 
     public Mono<ServerResponse> chat(ServerRequest request) {

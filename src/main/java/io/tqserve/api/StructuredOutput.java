@@ -1,8 +1,8 @@
 package io.tqserve.api;
 
-import dk.brics.automaton.Automaton;
 import io.tqserve.api.openai.Wire;
-import io.tqserve.constraint.JsonAutomata;
+import io.tqserve.constraint.ConstraintLimits;
+import io.tqserve.constraint.Grammar;
 import io.tqserve.constraint.SchemaCompiler;
 import io.tqserve.constraint.TokenConstraint;
 import io.tqserve.constraint.UnsupportedSchemaException;
@@ -25,7 +25,7 @@ import java.util.function.Supplier;
  * What a chat request asks of its output beyond free text, for one served model: the constraint (response_format,
  * a forced or possible tool call), the tool-call format of the template, and whether the template reasons in
  * {@code <think>} blocks. Compiled constraints are cached per schema (least recently used first out), so a
- * schema's automaton and its token masks are built once.
+ * schema's grammar is compiled once.
  */
 final class StructuredOutput {
     static final int CACHE_SIZE = 64;
@@ -63,14 +63,9 @@ final class StructuredOutput {
         this.model = model;
     }
 
-    /** The free-JSON automaton of json_object: objects whose values are scalars or flat arrays/objects. */
-    static dk.brics.automaton.Automaton jsonObject() {
-        return JsonAutomata.anyObject(SchemaCompiler.FREE_DEPTH + 1);
-    }
-
-    /** Builds the JVM-wide free-JSON automata off the request path (a few seconds of CPU, once). */
-    static void prebuild() {
-        Thread.ofPlatform().daemon().name("tqserve-json-automata").start(StructuredOutput::jsonObject);
+    /** The grammar of json_object: any JSON object. */
+    static Grammar jsonObject() {
+        return SchemaCompiler.anyObject(ConstraintLimits.DEFAULT);
     }
 
     Model model() {
@@ -102,13 +97,13 @@ final class StructuredOutput {
         boolean thinksFirst = reasoning && (openThink || !prompt.stripTrailing().endsWith("</think>"));
         ToolCallFormat format = chat.toolsActive() ? toolFormat(chat).orElseThrow() : null;
         String key;
-        Supplier<Automaton> automaton;
+        Supplier<Grammar> grammar;
         String param;
         if (chat.format().constrained()) {
             param = "response_format";
             boolean object = chat.format().type().equals("json_object");
             key = object ? "json_object" : "json_schema:" + Wire.json(chat.format().schema());
-            automaton = object ? StructuredOutput::jsonObject
+            grammar = object ? StructuredOutput::jsonObject
                     : () -> SchemaCompiler.compile(chat.format().schema());
         } else if (format != null && (chat.callForced() || format == ToolCallFormat.HERMES)) {
             param = "tools";
@@ -116,7 +111,7 @@ final class StructuredOutput {
                     : chat.toolSpecs().stream().filter(t -> t.name().equals(chat.namedTool())).toList();
             boolean parallel = chat.parallelToolCalls() && chat.namedTool() == null;
             key = format + ":" + chat.callForced() + ":" + parallel + ":" + Wire.json(tools);
-            automaton = chat.callForced() ? () -> format.forcedCalls(tools, parallel)
+            grammar = chat.callForced() ? () -> format.forcedCalls(tools, parallel)
                     : () -> format.autoCalls(tools, parallel);
         } else {
             // no constraint: free text (a Llama 3 / Mistral auto tool choice is parsed afterwards)
@@ -128,14 +123,14 @@ final class StructuredOutput {
             int[] ids = model.tokenizer().encode("</think>");
             if (ids.length == 1) {
                 gate = ids[0];
-                Supplier<Automaton> inner = automaton;
-                automaton = () -> JsonAutomata.literal("\n").repeat(0, 2).concatenate(inner.get());
+                Supplier<Grammar> inner = grammar;
+                grammar = () -> Grammar.seq(Grammar.repeat(Grammar.literal("\n"), null, 0, 2), inner.get());
                 key = "gated:" + key;
             }
         }
         TokenConstraint constraint;
         try {
-            constraint = constraint(key, automaton);
+            constraint = constraint(key, grammar);
         } catch (UnsupportedSchemaException e) {
             throw ApiException.invalid(param, "unsupported_schema", e.getMessage());
         }
@@ -149,14 +144,14 @@ final class StructuredOutput {
                 chat.callForced());
     }
 
-    private TokenConstraint constraint(String key, Supplier<Automaton> automaton) {
+    private TokenConstraint constraint(String key, Supplier<Grammar> grammar) {
         synchronized (cache) {
             TokenConstraint c = cache.get(key);
             if (c != null) {
                 return c;
             }
         }
-        TokenConstraint c = new TokenConstraint(automaton.get(), vocabulary());
+        TokenConstraint c = new TokenConstraint(grammar.get(), vocabulary());
         synchronized (cache) {
             cache.putIfAbsent(key, c);
             return cache.get(key);

@@ -64,9 +64,9 @@ final class ConstraintBenchmark {
             long t1 = System.nanoTime();
             TokenConstraint constraint = new TokenConstraint(SchemaCompiler.compile(schema), vocabulary);
             long t2 = System.nanoTime();
-            System.out.printf("vocabulary trie: %.1f ms (%d tokens); schema -> automaton: %.1f ms (%d states, "
-                    + "at least %d tokens)%n", (t1 - t0) / 1e6, vocabSize, (t2 - t1) / 1e6, constraint.states(),
-                    constraint.minTokens());
+            System.out.printf("vocabulary trie: %.1f ms (%d tokens); schema -> grammar: %.1f ms (%d nodes, "
+                    + "at least %d tokens)%n", (t1 - t0) / 1e6, vocabSize, (t2 - t1) / 1e6,
+                    constraint.grammar().nodes(), constraint.minTokens());
             int[] prompt = model.tokenizer().encode(model.chatTemplate().render(
                     List.of(ChatMessage.user("Describe a movie as JSON.")), true));
             int[] eos = model.generation().eosTokenIds().stream().mapToInt(Integer::intValue).toArray();
@@ -103,11 +103,11 @@ final class ConstraintBenchmark {
                 System.out.printf("%d constrained completions, %d decode steps: decode step %.1f us unconstrained, "
                         + "%.1f us constrained (%+.1f%%)%n", rounds, steps, stepUs, withMaskUs,
                         100 * (withMaskUs / stepUs - 1));
-                System.out.printf("mask + advance per token, warm masks: %.2f us = %.2f%% of a decode step%n", warmUs,
+                System.out.printf("mask + advance per token, warm lexeme masks: %.2f us = %.2f%% of a decode step%n", warmUs,
                         100 * warmUs / stepUs);
                 System.out.printf("first use of the schema: one completion's masks computed cold: %.1f us per token, "
-                        + "%.1f ms in all (%d of %d states' masks)%n", coldFirstUs, (c1 - c0) / 1e6,
-                        cold.cachedMasks(), cold.states());
+                        + "%.1f ms in all (%d lexeme masks cached, %d bytes)%n", coldFirstUs, (c1 - c0) / 1e6,
+                        cold.cachedMasks(), cold.bytes());
             }
         }
         return 0;

@@ -1,21 +1,27 @@
 package io.tqserve.constraint;
 
-import java.util.Arrays;
+import io.tqserve.constraint.Parser.Config;
 
 /**
  * One sequence's position in a {@link TokenConstraint}: masks the logits before each draw and follows the drawn
- * tokens. End-of-sequence tokens are allowed only in accepting states, and are the only choice once the text is
- * complete. With a gate token (a reasoning model's {@code </think>}), sampling is free until the gate token is
- * drawn, and the gate token is forced while the budget still leaves room to complete the constrained text. Not
- * thread-safe: one per sequence, used by one thread at a time.
+ * tokens. End-of-sequence tokens are allowed only when the text so far is a complete document, and are the only
+ * choice once nothing can follow. With a gate token (a reasoning model's {@code </think>}), sampling is free until
+ * the gate token is drawn, and the gate token is forced while the budget still leaves room to complete the
+ * constrained text. Not thread-safe: one per sequence, used by one thread at a time.
+ *
+ * <p>Budget: the state keeps a closing plan (tokens that finish the document). A token is allowed when the closing
+ * bound after it fits in the tokens left after it; the plan's next token is always allowed (following it leaves
+ * the rest of the plan, one token shorter), so with {@code remaining >= minTokens()} at the start a complete
+ * document always fits.
  */
 public final class ConstraintState {
     private final TokenConstraint constraint;
     private final int[] eos;
     private final int gateToken;
     private boolean gated;
-    private int state;
-    private float[] saved;
+    private Config[] configs;
+    private int[] plan;
+    private int planPos;
 
     /**
      * @param eos       end-of-sequence token ids
@@ -26,7 +32,8 @@ public final class ConstraintState {
         this.eos = eos.clone();
         this.gateToken = gateToken;
         this.gated = gateToken >= 0;
-        this.state = constraint.initialState();
+        this.configs = constraint.initial();
+        this.plan = constraint.initialPlan();
     }
 
     /**
@@ -40,7 +47,7 @@ public final class ConstraintState {
         if (gated) {
             if (remaining <= constraint.minTokens() + 1) {
                 float keep = x[gateToken];
-                Arrays.fill(x, 0, vocab, Float.NEGATIVE_INFINITY);
+                java.util.Arrays.fill(x, 0, vocab, Float.NEGATIVE_INFINITY);
                 x[gateToken] = keep;
             }
             for (int e : eos) {
@@ -50,34 +57,61 @@ public final class ConstraintState {
             }
             return;
         }
-        TokenConstraint.Mask m = constraint.mask(state);
-        int n = m.within(remaining - 1);
-        if (saved == null) {
-            saved = new float[vocab];
-        }
-        int[] tokens = m.tokens();
-        for (int i = 0; i < n; i++) {
-            saved[i] = x[tokens[i]];
-        }
-        boolean accept = constraint.accepting(state);
-        float[] eosLogits = new float[eos.length];
-        for (int i = 0; i < eos.length; i++) {
-            eosLogits[i] = eos[i] < x.length ? x[eos[i]] : 0f;
-        }
-        Arrays.fill(x, 0, vocab, Float.NEGATIVE_INFINITY);
-        for (int i = 0; i < n; i++) {
-            x[tokens[i]] = saved[i];
-        }
-        if (accept) {
-            for (int i = 0; i < eos.length; i++) {
-                if (eos[i] < vocab) {
-                    x[eos[i]] = eosLogits[i];
+        long[] m = allowed(remaining);
+        for (int w = 0; w < m.length; w++) {
+            long bits = m[w];
+            if (bits == -1L) {
+                continue;
+            }
+            int base = w << 6;
+            int end = Math.min(vocab, base + 64);
+            for (int i = base; i < end; i++) {
+                if ((bits & (1L << i)) == 0) {
+                    x[i] = Float.NEGATIVE_INFINITY;
                 }
             }
         }
-        if (n == 0 && !accept) {
-            throw new IllegalStateException("constrained decoding left no token to choose (state " + state + ")");
+    }
+
+    /**
+     * The tokens allowed now as a bitset over the vocabulary (EOS included when the text is complete).
+     *
+     * @param remaining tokens that may still be generated, this one included
+     */
+    public long[] allowed(int remaining) {
+        TokenConstraint c = constraint;
+        long[] m = c.allowed(configs, remaining - 1, false);
+        if (plan != null && planPos < plan.length) {
+            int t = plan[planPos];
+            m[t >>> 6] |= 1L << t;
         }
+        boolean accept = accepting();
+        boolean any = false;
+        for (long w : m) {
+            if (w != 0) {
+                any = true;
+                break;
+            }
+        }
+        if (!any && !accept) {
+            // the bound of the state fits the budget (an invariant); spell its closing text afresh
+            plan = c.closing().plan(configs);
+            planPos = 0;
+            if (plan != null && plan.length > 0) {
+                m[plan[0] >>> 6] |= 1L << plan[0];
+            }
+        }
+        if (!any && !accept && (plan == null || plan.length == 0)) {
+            throw new IllegalStateException("constrained decoding left no token to choose");
+        }
+        if (accept) {
+            for (int e : eos) {
+                if (e >= 0 && e < c.vocabulary().size()) {
+                    m[e >>> 6] |= 1L << e;
+                }
+            }
+        }
+        return m;
     }
 
     /** Follows a drawn token (which {@link #mask} allowed). */
@@ -93,15 +127,21 @@ public final class ConstraintState {
                 return;
             }
         }
-        int next = constraint.step(state, token);
-        if (next < 0) {
+        byte[] b = constraint.vocabulary().bytes(token);
+        Config[] next = b == null || b.length == 0 ? Parser.NONE : constraint.parser().step(configs, b);
+        if (next.length == 0) {
             throw new IllegalStateException("token " + token + " is not allowed by the constraint");
         }
-        state = next;
+        configs = next;
+        if (plan != null && planPos < plan.length && plan[planPos] == token) {
+            planPos++;
+        } else {
+            plan = null;
+        }
     }
 
     /** Whether the text so far is complete and valid (and the gate, if any, passed). */
     public boolean accepting() {
-        return !gated && constraint.accepting(state);
+        return !gated && constraint.parser().accepting(configs);
     }
 }

@@ -17,7 +17,7 @@ final class Literals {
     private static void write(Object v, StringBuilder sb) {
         switch (v) {
             case null -> sb.append("null");
-            case String s -> sb.append(JsonAutomata.quote(s));
+            case String s -> sb.append(JsonLexemes.quote(s));
             case Boolean b -> sb.append(b);
             case Number n -> {
                 String s = n.toString();
@@ -44,7 +44,7 @@ final class Literals {
                         sb.append(',');
                     }
                     first = false;
-                    sb.append(JsonAutomata.quote(String.valueOf(e.getKey()))).append(':');
+                    sb.append(JsonLexemes.quote(String.valueOf(e.getKey()))).append(':');
                     write(e.getValue(), sb);
                 }
                 sb.append('}');

@@ -5,35 +5,51 @@ import java.math.BigDecimal;
 import java.math.RoundingMode;
 import java.util.Map;
 
-/** The automata of string, integer and number schemas with their bounds. */
+/**
+ * The automata (dk.brics, chars 0..255 standing for bytes) of bounded integers and numbers and of string formats;
+ * {@link SchemaCompiler} turns them into lexemes. Numbers have at most {@link #MAX_INT_DIGITS} integer and
+ * {@link #MAX_FRACTION_DIGITS} fraction digits.
+ */
 final class Scalars {
     private static final long MAX_15_DIGITS = 999_999_999_999_999L;
+    /** Most integer digits of a bounded number (10^15 is still exact in a double). */
+    static final int MAX_INT_DIGITS = 15;
+    /** Most fraction digits of a number. */
+    static final int MAX_FRACTION_DIGITS = 15;
 
     private Scalars() {
     }
 
-    static Automaton string(Map<?, ?> m, String at) {
-        int min = count(m, "minLength", at, 0);
-        int max = count(m, "maxLength", at, -1);
-        if (max >= 0 && max < min) {
-            throw new UnsupportedSchemaException("maxLength", "maxLength < minLength at " + at);
-        }
-        Object format = m.get("format");
-        if (format != null) {
-            if (!"uuid".equals(format)) {
-                throw new UnsupportedSchemaException("format", "string format '" + format + "' (at " + at
-                        + ") is not supported by constrained decoding (supported: uuid)");
-            }
-            Automaton hex = JsonAutomata.any(JsonAutomata.range('0', '9'), JsonAutomata.range('a', 'f'));
-            Automaton dash = Automaton.makeChar('-');
-            Automaton q = Automaton.makeChar('"');
-            Automaton uuid = JsonAutomata.seq(q, hex.repeat(8, 8), dash, hex.repeat(4, 4), dash, hex.repeat(4, 4), dash,
-                    hex.repeat(4, 4), dash, hex.repeat(12, 12), q);
-            uuid = uuid.intersection(JsonAutomata.string(min, max));
-            uuid.minimize();
-            return uuid;
-        }
-        return JsonAutomata.string(min, max);
+    static Automaton range(int from, int to) {
+        return Automaton.makeCharRange((char) from, (char) to);
+    }
+
+    static Automaton seq(Automaton... parts) {
+        return Automaton.concatenate(java.util.List.of(parts));
+    }
+
+    static Automaton any(Automaton... parts) {
+        return Automaton.union(java.util.List.of(parts));
+    }
+
+    static Automaton digits(int min, int max) {
+        return range('0', '9').repeat(min, max);
+    }
+
+    /** Digits of a non-negative integer without leading zeros, at most {@code maxDigits} long. */
+    static Automaton natural(int maxDigits) {
+        return any(Automaton.makeChar('0'), seq(range('1', '9'), digits(0, maxDigits - 1)));
+    }
+
+    /** The contents (between the quotes) of a string of a supported format, or null if the format is unknown. */
+    static Automaton format(String format) {
+        Automaton hex = any(range('0', '9'), range('a', 'f'));
+        Automaton dash = Automaton.makeChar('-');
+        return switch (format) {
+            case "uuid" -> seq(hex.repeat(8, 8), dash, hex.repeat(4, 4), dash, hex.repeat(4, 4), dash,
+                    hex.repeat(4, 4), dash, hex.repeat(12, 12));
+            default -> null;
+        };
     }
 
     static Automaton integer(Map<?, ?> m, String at) {
@@ -75,7 +91,7 @@ final class Scalars {
 
     /** Integers in [lo, hi] written without leading zeros (and never as -0). */
     static Automaton integerRange(long lo, long hi) {
-        Automaton natural = JsonAutomata.natural(15);
+        Automaton natural = natural(15);
         Automaton out = Automaton.makeEmpty();
         if (hi >= 0) {
             long from = Math.max(lo, 0);
@@ -111,7 +127,7 @@ final class Scalars {
         boolean hasMin = m.containsKey("minimum");
         boolean hasMax = m.containsKey("maximum");
         if (!hasMin && !hasMax) {
-            return JsonAutomata.number();
+            return null; // unbounded: the plain JSON number lexeme
         }
         if (!hasMin) {
             throw new UnsupportedSchemaException("maximum", "a number maximum without a minimum (at " + at
@@ -122,8 +138,8 @@ final class Scalars {
             throw new UnsupportedSchemaException("minimum", "a number minimum (at " + at
                     + ") must be a non-negative integer to be enforced");
         }
-        Automaton fraction = JsonAutomata.seq(Automaton.makeChar('.'),
-                JsonAutomata.digits(1, JsonAutomata.MAX_FRACTION_DIGITS)).optional();
+        Automaton fraction = seq(Automaton.makeChar('.'),
+                digits(1, MAX_FRACTION_DIGITS)).optional();
         long lo = bound(min, RoundingMode.CEILING);
         if (!hasMax) {
             Automaton a = integerRange(lo, MAX_15_DIGITS).concatenate(fraction);
@@ -136,8 +152,8 @@ final class Scalars {
                     + ") must be an integer not below the minimum to be enforced");
         }
         long hi = bound(max, RoundingMode.FLOOR);
-        Automaton top = JsonAutomata.seq(integerRange(hi, hi), JsonAutomata.seq(Automaton.makeChar('.'),
-                Automaton.makeChar('0').repeat(1, JsonAutomata.MAX_FRACTION_DIGITS)).optional());
+        Automaton top = seq(integerRange(hi, hi), seq(Automaton.makeChar('.'),
+                Automaton.makeChar('0').repeat(1, MAX_FRACTION_DIGITS)).optional());
         Automaton a = hi > lo ? integerRange(lo, hi - 1).concatenate(fraction).union(top) : top;
         a.minimize();
         return a;

@@ -1,164 +1,409 @@
 package io.tqserve.constraint;
 
 import dk.brics.automaton.Automaton;
+import dk.brics.automaton.RegExp;
+import io.tqserve.constraint.Grammar.Alt;
+import io.tqserve.constraint.Grammar.Lex;
+import io.tqserve.constraint.Grammar.Lit;
+import io.tqserve.constraint.Grammar.Node;
+import io.tqserve.constraint.Grammar.Rep;
+import io.tqserve.constraint.Grammar.Rule;
+import io.tqserve.constraint.Grammar.Seq;
 import java.math.BigDecimal;
-import java.util.ArrayDeque;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.Deque;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CancellationException;
 
 /**
- * Compiles a JSON Schema (as plain Java values: maps, lists, strings, numbers, booleans, null) into an automaton
- * over bytes whose every accepted string is a JSON document valid against the schema. Without recursive
- * references the schema's nesting is bounded, so its language (for the supported keywords) is regular; free-form
- * parts ({@code {}}, an object without {@code properties}) nest at most {@link #FREE_DEPTH} deep. A keyword this
- * compiler cannot turn into an exact guarantee throws {@link UnsupportedSchemaException} naming it: the output is
- * never silently looser than the schema. Members are written in the schema's order; optional members may be left
- * out; members the schema does not declare are never written (valid whatever additionalProperties says).
+ * Compiles a JSON Schema (as plain Java values: maps, lists, strings, numbers, booleans, null) into a
+ * {@link Grammar} whose every text is a JSON document valid against the schema. {@code $ref}s become named rules,
+ * so recursive schemas are context-free grammars, and counts ({@code maxLength}, {@code maxItems}) are counters.
+ * A keyword this compiler cannot turn into an exact guarantee throws {@link UnsupportedSchemaException} naming it:
+ * the output is never looser than the schema. Members are written in the schema's order; optional members may be
+ * left out; members the schema does not declare are never written (valid whatever additionalProperties says).
+ *
+ * <p>JSON whitespace ({@code [ \t\n\r]}, at most {@link ConstraintLimits#maxWhitespace()} bytes in a run) is
+ * allowed wherever JSON allows it inside objects and arrays, not around the document. Every compile checks its
+ * {@link ConstraintLimits} (nodes, lexeme states, enum bytes, time) and {@link Thread#interrupted()}.
  */
 public final class SchemaCompiler {
-    /**
-     * Nesting depth of free-form JSON values (a schema part without a type, an object without properties). Each
-     * level of free JSON costs seconds of dk.brics determinization and minimization on first use (the automaton
-     * of JSON with a string, number and member alphabet of byte ranges grows about 2.2x per level), so free parts
-     * stay shallow: scalars or flat arrays and objects of scalars.
-     */
-    public static final int FREE_DEPTH = 1;
-    /** Largest automaton a schema may compile to. */
-    public static final int MAX_STATES = 200_000;
     private static final Set<String> ANNOTATIONS = Set.of("title", "description", "$schema", "$id", "$comment",
             "default", "examples", "deprecated", "readOnly", "writeOnly", "$defs", "definitions", "strict");
     private static final Set<String> KNOWN = Set.of("type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref",
             "properties", "required", "additionalProperties", "items", "minItems", "maxItems", "uniqueItems",
             "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "format",
             "nullable");
+    /** Keywords that may stand beside {@code enum}/{@code const} (the values are filtered by type). */
+    private static final Set<String> BESIDE_ENUM = Set.of("type", "nullable", "enum", "const");
 
     private final Map<?, ?> root;
-    private final Deque<String> refs = new ArrayDeque<>();
+    private final ConstraintLimits limits;
+    private final long deadline;
+    private final Map<String, Rule> rules = new HashMap<>();
+    private final Node ws;
+    private Rule anyValue;
+    private int nodes;
+    private int checks;
 
-    private SchemaCompiler(Map<?, ?> root) {
+    private SchemaCompiler(Map<?, ?> root, ConstraintLimits limits) {
         this.root = root;
+        this.limits = limits;
+        this.deadline = System.nanoTime() + limits.compileMillis() * 1_000_000L;
+        this.ws = limits.maxWhitespace() == 0 ? Grammar.EMPTY : new Lex(JsonLexemes.WHITESPACE, 0,
+                limits.maxWhitespace());
     }
 
-    /** The automaton of the documents valid against {@code schema}. */
-    public static Automaton compile(Object schema) {
+    /** The grammar of the documents valid against {@code schema}, within the default limits. */
+    public static Grammar compile(Object schema) {
+        return compile(schema, ConstraintLimits.DEFAULT);
+    }
+
+    /** The grammar of the documents valid against {@code schema}, within {@code limits}. */
+    public static Grammar compile(Object schema, ConstraintLimits limits) {
+        if (Boolean.TRUE.equals(schema)) {
+            schema = Map.of();
+        }
         if (!(schema instanceof Map<?, ?> m)) {
             throw new UnsupportedSchemaException("schema", "the schema must be a JSON object");
         }
-        Automaton a = new SchemaCompiler(m).value(m, "#");
-        if (a.isEmpty()) {
+        SchemaCompiler c = new SchemaCompiler(m, limits);
+        Node n = c.value(m, "#");
+        Grammar g = Grammar.of(n);
+        if (g.root.minLen >= Grammar.INF) {
             throw new UnsupportedSchemaException("schema", "no JSON document satisfies the schema");
         }
-        if (a.getNumberOfStates() > MAX_STATES) {
-            throw new UnsupportedSchemaException("schema", "the schema is too large to enforce ("
-                    + a.getNumberOfStates() + " automaton states, at most " + MAX_STATES + ")");
-        }
-        return a;
+        return g;
     }
 
-    private Automaton value(Object schema, String at) {
+    /** Any JSON object (json_object mode), values nested to any depth. */
+    public static Grammar anyObject(ConstraintLimits limits) {
+        SchemaCompiler c = new SchemaCompiler(Map.of(), limits);
+        return Grammar.of(c.object(Map.of("type", "object"), "#"));
+    }
+
+    /** {@code s} as a JSON string literal (the escapes the string lexeme allows). */
+    public static String quote(String s) {
+        return JsonLexemes.quote(s);
+    }
+
+    private <N extends Node> N count(N n, String at) {
+        if (++nodes > limits.maxNodes()) {
+            throw new ConstraintBudgetException(keywordAt(at), "the schema compiles to more than "
+                    + limits.maxNodes() + " grammar nodes");
+        }
+        return n;
+    }
+
+    private static String keywordAt(String at) {
+        int i = at.lastIndexOf('/');
+        String k = i < 0 ? "schema" : at.substring(i + 1);
+        return KNOWN.contains(k) ? k : at.contains("/") ? at.substring(at.lastIndexOf('/', i - 1) + 1, i) : k;
+    }
+
+    private void check(String at) {
+        if ((++checks & 63) == 0) {
+            if (Thread.interrupted()) {
+                Thread.currentThread().interrupt();
+                throw new CancellationException("constraint compile cancelled");
+            }
+            if (System.nanoTime() > deadline) {
+                throw new ConstraintBudgetException(keywordAt(at), "the compile took longer than "
+                        + limits.compileMillis() + " ms");
+            }
+        }
+    }
+
+    private Node lit(String s, String at) {
+        return count(Grammar.lit(s), at);
+    }
+
+    private Node seq(String at, Node... parts) {
+        return count(Grammar.seq(parts), at);
+    }
+
+    private Node alt(String at, Node... options) {
+        return count(Grammar.alt(options), at);
+    }
+
+    Node value(Object schema, String at) {
+        check(at);
         if (Boolean.TRUE.equals(schema)) {
-            return JsonAutomata.anyValue(FREE_DEPTH);
+            return anyValue();
         }
         if (!(schema instanceof Map<?, ?> m)) {
             throw new UnsupportedSchemaException("schema", "the schema at " + at + " must be an object or true");
         }
+        List<String> constraining = new ArrayList<>();
         for (Object k : m.keySet()) {
             String key = String.valueOf(k);
             if (!KNOWN.contains(key) && !ANNOTATIONS.contains(key)) {
                 throw unsupported(key, at);
             }
+            if (KNOWN.contains(key)) {
+                constraining.add(key);
+            }
         }
-        List<Automaton> all = new ArrayList<>();
         if (m.containsKey("$ref")) {
-            all.add(ref(String.valueOf(m.get("$ref")), at));
-        }
-        if (m.containsKey("enum")) {
-            if (!(m.get("enum") instanceof List<?> values) || values.isEmpty()) {
-                throw new UnsupportedSchemaException("enum", "enum at " + at + " must be a non-empty array");
-            }
-            List<Automaton> options = new ArrayList<>();
-            for (Object v : values) {
-                options.add(JsonAutomata.literal(Literals.json(v)));
-            }
-            all.add(Automaton.union(options));
-        }
-        if (m.containsKey("const")) {
-            all.add(JsonAutomata.literal(Literals.json(m.get("const"))));
-        }
-        if (m.containsKey("anyOf")) {
-            all.add(Automaton.union(branches(m.get("anyOf"), "anyOf", at)));
-        }
-        if (m.containsKey("oneOf")) {
-            List<Automaton> b = branches(m.get("oneOf"), "oneOf", at);
-            for (int i = 0; i < b.size(); i++) {
-                for (int j = i + 1; j < b.size(); j++) {
-                    if (!b.get(i).intersection(b.get(j)).isEmpty()) {
-                        throw new UnsupportedSchemaException("oneOf", "oneOf at " + at + " has branches " + i + " and "
-                                + j + " that a document can match both (only disjoint oneOf branches are supported)");
-                    }
+            for (String k : constraining) {
+                if (!k.equals("$ref")) {
+                    throw new UnsupportedSchemaException(k, "'" + k + "' beside '$ref' (at " + at + ") is not "
+                            + "supported by constrained decoding");
                 }
             }
-            all.add(Automaton.union(b));
+            return ref(String.valueOf(m.get("$ref")), at);
         }
-        if (m.containsKey("allOf")) {
-            all.addAll(branches(m.get("allOf"), "allOf", at));
+        if (m.containsKey("enum") || m.containsKey("const")) {
+            for (String k : constraining) {
+                if (!BESIDE_ENUM.contains(k)) {
+                    throw new UnsupportedSchemaException(k, "'" + k + "' beside enum/const (at " + at + ") is not "
+                            + "supported by constrained decoding");
+                }
+            }
+            return enumeration(m, at);
         }
-        Automaton typed = typed(m, at);
-        if (typed != null) {
-            all.add(typed);
+        String combinator = null;
+        for (String k : List.of("anyOf", "oneOf", "allOf")) {
+            if (m.containsKey(k)) {
+                if (combinator != null) {
+                    throw new UnsupportedSchemaException(k, "'" + k + "' beside '" + combinator + "' (at " + at
+                            + ") is not supported by constrained decoding");
+                }
+                combinator = k;
+            }
         }
-        if (all.isEmpty()) {
-            return JsonAutomata.anyValue(FREE_DEPTH);
+        if (combinator != null) {
+            for (String k : constraining) {
+                if (!k.equals(combinator)) {
+                    throw new UnsupportedSchemaException(k, "'" + k + "' beside '" + combinator + "' (at " + at
+                            + ") is not supported by constrained decoding");
+                }
+            }
+            List<Node> b = branches(m.get(combinator), combinator, at);
+            if (combinator.equals("allOf")) {
+                if (b.size() != 1) {
+                    throw new UnsupportedSchemaException("allOf", "allOf with " + b.size() + " branches (at " + at
+                            + ") is not supported by constrained decoding (one branch is)");
+                }
+                return b.getFirst();
+            }
+            if (combinator.equals("oneOf")) {
+                disjoint(b, (List<?>) m.get("oneOf"), at);
+            }
+            return alt(at, b.toArray(Node[]::new));
         }
-        Automaton a = all.getFirst();
-        for (int i = 1; i < all.size(); i++) {
-            a = a.intersection(all.get(i));
-        }
-        a.minimize();
-        return a;
+        Node typed = typed(m, at);
+        return typed == null ? anyValue() : typed;
     }
 
-    private List<Automaton> branches(Object list, String keyword, String at) {
+    private List<Node> branches(Object list, String keyword, String at) {
         if (!(list instanceof List<?> l) || l.isEmpty()) {
             throw new UnsupportedSchemaException(keyword, keyword + " at " + at + " must be a non-empty array");
         }
-        List<Automaton> out = new ArrayList<>();
+        List<Node> out = new ArrayList<>();
         for (int i = 0; i < l.size(); i++) {
             out.add(value(l.get(i), at + "/" + keyword + "/" + i));
         }
         return out;
     }
 
-    private Automaton ref(String ref, String at) {
+    /**
+     * oneOf is an exact union only when no document matches two branches: accepted when the branches start with
+     * disjoint bytes (different JSON types) or are disjoint sets of literal values.
+     */
+    private void disjoint(List<Node> b, List<?> schemas, String at) {
+        List<long[]> firsts = new ArrayList<>();
+        for (Node n : b) {
+            firsts.add(first(n, new HashSet<>()));
+        }
+        for (int i = 0; i < b.size(); i++) {
+            for (int j = i + 1; j < b.size(); j++) {
+                long[] x = firsts.get(i);
+                long[] y = firsts.get(j);
+                boolean overlap = x == null || y == null || (x[0] & y[0]) != 0 || (x[1] & y[1]) != 0
+                        || (x[2] & y[2]) != 0 || (x[3] & y[3]) != 0;
+                if (overlap && !disjointLiterals(schemas.get(i), schemas.get(j))) {
+                    throw new UnsupportedSchemaException("oneOf", "oneOf at " + at + " has branches " + i + " and "
+                            + j + " that a document may match both (only branches of different types or of "
+                            + "different constant values are supported)");
+                }
+            }
+        }
+    }
+
+    private static boolean disjointLiterals(Object a, Object b) {
+        Set<String> x = literalValues(a);
+        Set<String> y = literalValues(b);
+        if (x == null || y == null) {
+            return false;
+        }
+        for (String s : x) {
+            if (y.contains(s)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static Set<String> literalValues(Object schema) {
+        if (!(schema instanceof Map<?, ?> m)) {
+            return null;
+        }
+        Set<String> out = new HashSet<>();
+        if (m.containsKey("const")) {
+            out.add(Literals.json(m.get("const")));
+        } else if (m.get("enum") instanceof List<?> l) {
+            l.forEach(v -> out.add(Literals.json(v)));
+        } else {
+            return null;
+        }
+        return out;
+    }
+
+    /** The bytes a (non-empty) value's text may start with, or null if unknown. */
+    private static long[] first(Node n, Set<Node> seen) {
+        if (!seen.add(n)) {
+            return null;
+        }
+        return switch (n) {
+            case Lit l -> {
+                long[] f = new long[4];
+                int b = l.bytes[0] & 0xFF;
+                f[b >>> 6] |= 1L << b;
+                yield f;
+            }
+            case Lex l -> l.lexeme.firstBytes(l.lexeme.start()).clone();
+            case Seq s -> s.parts.length == 0 ? null : first(s.parts[0], seen);
+            case Alt a -> {
+                long[] f = new long[4];
+                for (Node o : a.options) {
+                    long[] g = first(o, seen);
+                    if (g == null) {
+                        yield null;
+                    }
+                    for (int i = 0; i < 4; i++) {
+                        f[i] |= g[i];
+                    }
+                }
+                yield f;
+            }
+            case Rule r -> r.body == null ? null : first(r.body, seen);
+            case Rep r -> r.min == 0 ? null : first(r.item, seen);
+        };
+    }
+
+    private Node ref(String ref, String at) {
         if (!ref.equals("#") && !ref.startsWith("#/")) {
             throw new UnsupportedSchemaException("$ref", "$ref '" + ref + "' at " + at
                     + " is not a local reference (#/$defs/... or #/definitions/...)");
         }
-        if (refs.contains(ref)) {
-            throw new UnsupportedSchemaException("$ref", "$ref '" + ref + "' is recursive; recursive schemas are "
-                    + "not supported");
+        Rule r = rules.get(ref);
+        if (r != null) {
+            return r; // possibly still being built: a recursive reference
         }
         Object target = root;
         for (String part : ref.length() < 2 ? new String[0] : ref.substring(2).split("/")) {
             String key = part.replace("~1", "/").replace("~0", "~");
-            target = target instanceof Map<?, ?> m ? m.get(key) : null;
+            target = target instanceof Map<?, ?> m ? m.get(key) : target instanceof List<?> l
+                    && key.matches("\\d{1,9}") && Integer.parseInt(key) < l.size() ? l.get(Integer.parseInt(key))
+                    : null;
         }
         if (target == null) {
             throw new UnsupportedSchemaException("$ref", "$ref '" + ref + "' at " + at + " points to nothing");
         }
-        refs.push(ref);
-        try {
-            return value(target, ref);
-        } finally {
-            refs.pop();
-        }
+        r = count(new Rule(ref), at);
+        rules.put(ref, r);
+        r.body = value(target, ref);
+        return r;
     }
 
-    /** The automaton of {@code type} and its keywords, or null if the schema names no type. */
-    private Automaton typed(Map<?, ?> m, String at) {
+    private Node enumeration(Map<?, ?> m, String at) {
+        List<Object> values = new ArrayList<>();
+        String keyword = m.containsKey("const") ? "const" : "enum";
+        if (m.containsKey("const")) {
+            values.add(m.get("const"));
+        }
+        if (m.containsKey("enum")) {
+            if (!(m.get("enum") instanceof List<?> l) || l.isEmpty()) {
+                throw new UnsupportedSchemaException("enum", "enum at " + at + " must be a non-empty array");
+            }
+            if (m.containsKey("const")) {
+                values.removeIf(v -> !l.contains(v));
+            } else {
+                values.addAll(l);
+            }
+        }
+        Set<String> types = types(m, at);
+        List<byte[]> texts = new ArrayList<>();
+        Set<String> seen = new HashSet<>();
+        long total = 0;
+        for (Object v : values) {
+            if (types != null && !types.contains(typeOf(v)) && !(types.contains("number") && typeOf(v).equals(
+                    "integer"))) {
+                continue;
+            }
+            String s = Literals.json(v);
+            if (seen.add(s)) {
+                byte[] b = s.getBytes(StandardCharsets.UTF_8);
+                total += b.length;
+                if (total > limits.maxEnumBytes()) {
+                    throw new ConstraintBudgetException(keyword, "the values of " + keyword + " at " + at
+                            + " exceed " + limits.maxEnumBytes() + " bytes");
+                }
+                texts.add(b);
+            }
+        }
+        if (texts.isEmpty()) {
+            return Grammar.fail();
+        }
+        if (texts.size() == 1) {
+            return count(Grammar.lit(texts.getFirst()), at);
+        }
+        nodes += texts.size() / 64;
+        return count(new Lex(new Lexeme.Strings(keyword, texts), 0, -1), at);
+    }
+
+    private static String typeOf(Object v) {
+        return switch (v) {
+            case null -> "null";
+            case String s -> "string";
+            case Boolean b -> "boolean";
+            case Integer i -> "integer";
+            case Long l -> "integer";
+            case java.math.BigInteger b -> "integer";
+            case Number n -> new BigDecimal(n.toString()).stripTrailingZeros().scale() <= 0 ? "integer" : "number";
+            case List<?> l -> "array";
+            case Map<?, ?> mm -> "object";
+            default -> "unknown";
+        };
+    }
+
+    /** The declared types (with nullable), or null when the schema names none. */
+    private static Set<String> types(Map<?, ?> m, String at) {
+        Object type = m.get("type");
+        Set<String> types = new HashSet<>();
+        if (type instanceof String s) {
+            types.add(s);
+        } else if (type instanceof List<?> l) {
+            l.forEach(t -> types.add(String.valueOf(t)));
+        } else if (type != null) {
+            throw new UnsupportedSchemaException("type", "type at " + at + " must be a string or an array");
+        } else {
+            return null;
+        }
+        if (Boolean.TRUE.equals(m.get("nullable"))) {
+            types.add("null");
+        }
+        return types;
+    }
+
+    /** The node of {@code type} and its keywords, or null if the schema names no type. */
+    private Node typed(Map<?, ?> m, String at) {
         Object type = m.get("type");
         List<String> types = new ArrayList<>();
         if (type instanceof String s) {
@@ -180,26 +425,100 @@ public final class SchemaCompiler {
         } else {
             throw new UnsupportedSchemaException("type", "type at " + at + " must be a string or an array");
         }
-        if (Boolean.TRUE.equals(m.get("nullable"))) {
+        if (Boolean.TRUE.equals(m.get("nullable")) && !types.contains("null")) {
             types.add("null");
         }
-        List<Automaton> options = new ArrayList<>();
+        List<Node> options = new ArrayList<>();
         for (String t : types) {
             options.add(switch (t) {
-                case "string" -> Scalars.string(m, at);
-                case "integer" -> Scalars.integer(m, at);
-                case "number" -> Scalars.number(m, at);
-                case "boolean" -> JsonAutomata.bool();
-                case "null" -> JsonAutomata.nul();
+                case "string" -> string(m, at);
+                case "integer" -> integer(m, at);
+                case "number" -> number(m, at);
+                case "boolean" -> alt(at, lit("true", at), lit("false", at));
+                case "null" -> lit("null", at);
                 case "object" -> object(m, at);
                 case "array" -> array(m, at);
                 default -> throw new UnsupportedSchemaException("type", "unknown type '" + t + "' at " + at);
             });
         }
-        return Automaton.union(options);
+        return alt(at, options.toArray(Node[]::new));
     }
 
-    private Automaton object(Map<?, ?> m, String at) {
+    private Node string(Map<?, ?> m, String at) {
+        int min = Scalars.count(m, "minLength", at, 0);
+        int max = Scalars.count(m, "maxLength", at, -1);
+        if (max >= 0 && max < min) {
+            throw new UnsupportedSchemaException("maxLength", "maxLength < minLength at " + at);
+        }
+        Object format = m.get("format");
+        Node quote = lit("\"", at);
+        if (format != null) {
+            Automaton a = Scalars.format(String.valueOf(format));
+            if (a == null) {
+                throw new UnsupportedSchemaException("format", "string format '" + format + "' (at " + at
+                        + ") is not supported by constrained decoding (supported: uuid)");
+            }
+            // the supported formats are fixed-length ASCII: check the length bounds against the format's
+            int len = a.getShortestExample(true).length();
+            if (len < min || max >= 0 && len > max) {
+                return Grammar.fail();
+            }
+            return seq(at, quote, count(new Lex(JsonLexemes.of("format " + format, a, limits.maxLexemeStates(),
+                    "format"), 0, -1), at), quote);
+        }
+        if (max == 0) {
+            return lit("\"\"", at);
+        }
+        return seq(at, quote, count(new Lex(JsonLexemes.STRING_CHAR, min, max), at), quote);
+    }
+
+    private static final Automaton INTEGER = new RegExp("-?(0|[1-9][0-9]{0,18})").toAutomaton();
+    private static final Automaton NUMBER = new RegExp(
+            "-?(0|[1-9][0-9]{0,18})(\\.[0-9]{1,20})?([eE][+\\-]?[0-9]{1,3})?").toAutomaton();
+    private static final Lexeme INTEGER_LEXEME = JsonLexemes.of("integer", INTEGER, 1000, "type");
+    private static final Lexeme NUMBER_LEXEME = JsonLexemes.of("number", NUMBER, 1000, "type");
+
+    private Node integer(Map<?, ?> m, String at) {
+        if (!m.containsKey("minimum") && !m.containsKey("maximum") && !m.containsKey("exclusiveMinimum")
+                && !m.containsKey("exclusiveMaximum") && !"int32".equals(m.get("format"))) {
+            if (m.get("format") != null && !"int64".equals(m.get("format"))) {
+                throw new UnsupportedSchemaException("format", "integer format '" + m.get("format") + "' (at " + at
+                        + ") is not supported (supported: int32, int64)");
+            }
+            return count(new Lex(INTEGER_LEXEME, 0, -1), at);
+        }
+        return count(new Lex(JsonLexemes.of("integer range", Scalars.integer(m, at), limits.maxLexemeStates(),
+                "minimum"), 0, -1), at);
+    }
+
+    private Node number(Map<?, ?> m, String at) {
+        Automaton a = Scalars.number(m, at);
+        if (a == null) {
+            return count(new Lex(NUMBER_LEXEME, 0, -1), at);
+        }
+        return count(new Lex(JsonLexemes.of("number range", a, limits.maxLexemeStates(), "minimum"), 0, -1), at);
+    }
+
+    /** Any JSON value (free-form parts of a schema): a recursive rule, built once per compile. */
+    private Node anyValue() {
+        if (anyValue != null) {
+            return anyValue;
+        }
+        String at = "#";
+        anyValue = count(new Rule("any JSON value"), at);
+        Node string = seq(at, lit("\"", at), count(new Lex(JsonLexemes.STRING_CHAR, 0, -1), at), lit("\"", at));
+        Node member = seq(at, string, ws, lit(":", at), ws, anyValue, ws);
+        Node object = seq(at, lit("{", at), ws, alt(at, lit("}", at), seq(at, count(new Rep(member,
+                seq(at, lit(",", at), ws), 1, -1), at), lit("}", at))));
+        Node item = seq(at, anyValue, ws);
+        Node array = seq(at, lit("[", at), ws, alt(at, lit("]", at), seq(at, count(new Rep(item,
+                seq(at, lit(",", at), ws), 1, -1), at), lit("]", at))));
+        anyValue.body = alt(at, object, array, string, count(new Lex(NUMBER_LEXEME, 0, -1), at),
+                lit("true", at), lit("false", at), lit("null", at));
+        return anyValue;
+    }
+
+    private Node object(Map<?, ?> m, String at) {
         Object props = m.get("properties");
         List<String> required = new ArrayList<>();
         if (m.get("required") instanceof List<?> r) {
@@ -209,20 +528,28 @@ public final class SchemaCompiler {
         }
         Object additional = m.get("additionalProperties");
         boolean closed = Boolean.FALSE.equals(additional);
+        Node open = lit("{", at);
+        Node close = lit("}", at);
         if (props == null && required.isEmpty()) {
-            return closed ? JsonAutomata.literal("{}") : JsonAutomata.anyObject(FREE_DEPTH);
+            if (closed) {
+                return seq(at, open, ws, close);
+            }
+            Node value = additional instanceof Map<?, ?> am ? value(am, at + "/additionalProperties") : anyValue();
+            Node string = seq(at, lit("\"", at), count(new Lex(JsonLexemes.STRING_CHAR, 0, -1), at), lit("\"", at));
+            Node member = seq(at, string, ws, lit(":", at), ws, value, ws);
+            return seq(at, open, ws, alt(at, close, seq(at, count(new Rep(member, seq(at, lit(",", at), ws), 1, -1),
+                    at), close)));
         }
-        Map<?, ?> p = props instanceof Map<?, ?> pm ? pm : Map.of();
         if (props != null && !(props instanceof Map<?, ?>)) {
             throw new UnsupportedSchemaException("properties", "properties at " + at + " must be an object");
         }
-        List<String> names = new ArrayList<>();
-        List<Automaton> values = new ArrayList<>();
+        Map<?, ?> p = props instanceof Map<?, ?> pm ? pm : Map.of();
+        List<Node> members = new ArrayList<>();
         List<Boolean> req = new ArrayList<>();
         for (Map.Entry<?, ?> e : p.entrySet()) {
             String name = String.valueOf(e.getKey());
-            names.add(name);
-            values.add(value(e.getValue(), at + "/properties/" + name));
+            Node value = value(e.getValue(), at + "/properties/" + name);
+            members.add(seq(at, lit(quote(name), at), ws, lit(":", at), ws, value, ws));
             req.add(required.contains(name));
         }
         for (String r : required) {
@@ -231,24 +558,50 @@ public final class SchemaCompiler {
                     throw new UnsupportedSchemaException("required", "required property '" + r + "' at " + at
                             + " is not in properties and additionalProperties is false");
                 }
-                names.add(r);
-                values.add(additional instanceof Map<?, ?> am ? value(am, at + "/additionalProperties")
-                        : JsonAutomata.anyValue(FREE_DEPTH));
+                Node value = additional instanceof Map<?, ?> am ? value(am, at + "/additionalProperties")
+                        : anyValue();
+                members.add(seq(at, lit(quote(r), at), ws, lit(":", at), ws, value, ws));
                 req.add(true);
             }
         }
-        return JsonAutomata.object(names, values, req);
+        // built from the back, linear in the members: K[i] = one member from i on (skipping optional ones), then
+        // R[next]; R[i] = nothing more (if members i.. are all optional) or ", " K[i]
+        int n = members.size();
+        Node[] k = new Node[n + 1];
+        Node[] r = new Node[n + 1];
+        k[n] = Grammar.fail();
+        r[n] = Grammar.EMPTY;
+        boolean allOptional = true;
+        for (int i = n - 1; i >= 0; i--) {
+            Node one = seq(at, members.get(i), r[i + 1]);
+            k[i] = req.get(i) ? one : alt(at, one, k[i + 1]);
+            allOptional &= !req.get(i);
+            Node more = seq(at, lit(",", at), ws, k[i]);
+            r[i] = allOptional ? alt(at, Grammar.EMPTY, more) : more;
+        }
+        Node body = seq(at, k[0], close);
+        return seq(at, open, ws, allOptional ? alt(at, close, body) : body);
     }
 
-    private Automaton array(Map<?, ?> m, String at) {
+    private Node array(Map<?, ?> m, String at) {
         if (m.containsKey("uniqueItems") && !Boolean.FALSE.equals(m.get("uniqueItems"))) {
             throw unsupported("uniqueItems", at);
         }
         Object items = m.get("items");
-        Automaton item = items == null ? JsonAutomata.anyValue(FREE_DEPTH) : value(items, at + "/items");
+        Node item = items == null ? anyValue() : value(items, at + "/items");
         int min = Scalars.count(m, "minItems", at, 0);
         int max = Scalars.count(m, "maxItems", at, -1);
-        return JsonAutomata.array(item, min, max);
+        if (max >= 0 && max < min) {
+            throw new UnsupportedSchemaException("maxItems", "maxItems < minItems at " + at);
+        }
+        Node open = lit("[", at);
+        Node close = lit("]", at);
+        if (max == 0) {
+            return seq(at, open, ws, close);
+        }
+        Node list = seq(at, count(new Rep(seq(at, item, ws), seq(at, lit(",", at), ws), Math.max(1, min), max), at),
+                close);
+        return seq(at, open, ws, min == 0 ? alt(at, close, list) : list);
     }
 
     static UnsupportedSchemaException unsupported(String keyword, String at) {
@@ -261,5 +614,9 @@ public final class SchemaCompiler {
             throw new UnsupportedSchemaException(keyword, keyword + " at " + at + " must be a number");
         }
         return new BigDecimal(n.toString());
+    }
+
+    static String describe(Node n) {
+        return n.getClass().getSimpleName() + Arrays.toString(Grammar.children(n));
     }
 }

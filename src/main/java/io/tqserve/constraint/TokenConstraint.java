@@ -1,211 +1,265 @@
 package io.tqserve.constraint;
 
-import dk.brics.automaton.Automaton;
-import dk.brics.automaton.RunAutomaton;
-import java.util.ArrayDeque;
-import java.util.Arrays;
-import java.util.concurrent.atomic.AtomicReferenceArray;
+import io.tqserve.constraint.Grammar.Lex;
+import io.tqserve.constraint.Parser.Config;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
- * A compiled constraint: a minimal deterministic automaton over bytes and, per state, the tokens that keep the
- * text inside its language. Immutable and thread-safe; shared by every sequence that uses the same schema.
+ * A compiled constraint: a {@link Grammar} with its parser, over one model's {@link Vocabulary}. Immutable in
+ * behaviour and thread-safe; shared by every sequence that uses the same schema. Compiling does no per-token
+ * work: token masks are computed per step.
  *
- * <p>Budget: {@code distance[s]} is the fewest tokens that take state s to an accepting state, counting only
- * single-byte tokens (an upper bound on the true token distance). A token is allowed when the state it leads to
- * is at a distance of at most the tokens left after it, so a sequence can always finish inside its budget;
- * when the budget runs short only tokens on a shortest closing path remain.
+ * <p><b>Masks.</b> The tokens a parser state allows are found by walking the vocabulary trie with the state's
+ * configurations, pruning at the first rejected byte. A configuration inside a <i>wide</i> lexeme (a string's
+ * contents, free text, whitespace: most of the vocabulary may follow) instead uses a cached
+ * {@link LexemeMasks.Entry} for its lexeme state: the tokens that stay inside the lexeme (by the number of
+ * units they add, so a {@code maxLength} near its bound masks exactly), and the trie nodes where the lexeme may
+ * end and a byte of what follows comes next; only the subtries below those nodes are walked with the full parser.
+ * Entries of the JSON string and whitespace lexemes are shared per vocabulary (they do not depend on the schema),
+ * others are cached per constraint; both caches are bounded in bytes.
  *
- * <p>Masks are computed on first use of a state (walking the vocabulary trie together with the automaton) and
- * kept: a schema's first requests pay for the states they visit, later ones only look the masks up.
+ * <p><b>Budget.</b> A token is allowed only if the document can still be finished within the tokens left after
+ * it: an upper bound on the tokens to close from the state after the token ({@link Closing}) must fit. The state
+ * keeps a closing plan (a spelling of the shortest closing text) whose next token is always allowed, so a
+ * sequence can always finish within its budget; {@link #minTokens()} is the plan's length from the start.
  */
 public final class TokenConstraint {
-    static final int UNREACHABLE = Integer.MAX_VALUE / 2;
-
-    private final RunAutomaton run;
+    private final Grammar grammar;
     private final Vocabulary vocabulary;
-    private final int[] distance;
-    private final AtomicReferenceArray<Mask> masks;
+    private final Parser parser;
+    private final Closing closing;
+    private final LexemeMasks local;
+    private final Config[] initial;
+    private final int[] initialPlan;
+    private final long maskWork;
 
-    /** The tokens allowed in a state, ordered by the distance of the state each leads to. */
-    record Mask(int[] tokens, int[] distances) {
-        /** How many of {@link #tokens} lead to a state at most {@code budget} tokens from accepting. */
-        int within(int budget) {
-            int lo = 0;
-            int hi = distances.length;
-            while (lo < hi) { // first index whose distance exceeds the budget
-                int mid = (lo + hi) >>> 1;
-                if (distances[mid] <= budget) {
-                    lo = mid + 1;
-                } else {
-                    hi = mid;
-                }
-            }
-            return lo;
-        }
+    public TokenConstraint(Grammar grammar, Vocabulary vocabulary) {
+        this(grammar, vocabulary, ConstraintLimits.DEFAULT);
     }
 
-    public TokenConstraint(Automaton automaton, Vocabulary vocabulary) {
-        Automaton a = automaton.clone();
-        a.minimize();
-        this.run = new RunAutomaton(a);
+    public TokenConstraint(Grammar grammar, Vocabulary vocabulary, ConstraintLimits limits) {
+        this.grammar = grammar;
         this.vocabulary = vocabulary;
-        this.distance = distances(run, vocabulary);
-        this.masks = new AtomicReferenceArray<>(run.getSize());
-    }
-
-    private static int[] distances(RunAutomaton run, Vocabulary v) {
-        int n = run.getSize();
-        int[][] reverse = new int[n][];
-        int[] count = new int[n];
-        for (int s = 0; s < n; s++) {
-            for (int b = 0; b < 256; b++) {
-                int t = v.hasSingleByte(b) ? run.step(s, (char) b) : -1;
-                if (t >= 0) {
-                    count[t]++;
-                }
-            }
+        this.parser = new Parser(limits);
+        this.closing = new Closing(vocabulary, parser);
+        this.local = new LexemeMasks(vocabulary, limits.maskCacheBytes());
+        this.maskWork = limits.maskWork();
+        if (grammar.root.minLen >= Grammar.INF) {
+            throw new UnsupportedSchemaException("schema", "no JSON document satisfies the schema");
         }
-        for (int s = 0; s < n; s++) {
-            reverse[s] = new int[count[s]];
+        this.initial = parser.start(grammar.root);
+        this.initialPlan = closing.plan(initial);
+        if (initialPlan == null) {
+            throw new UnsupportedSchemaException("schema", "the model's vocabulary cannot spell a document valid "
+                    + "against the schema");
         }
-        Arrays.fill(count, 0);
-        for (int s = 0; s < n; s++) {
-            for (int b = 0; b < 256; b++) {
-                int t = v.hasSingleByte(b) ? run.step(s, (char) b) : -1;
-                if (t >= 0) {
-                    reverse[t][count[t]++] = s;
-                }
-            }
-        }
-        int[] dist = new int[n];
-        Arrays.fill(dist, UNREACHABLE);
-        ArrayDeque<Integer> queue = new ArrayDeque<>();
-        for (int s = 0; s < n; s++) {
-            if (run.isAccept(s)) {
-                dist[s] = 0;
-                queue.add(s);
-            }
-        }
-        while (!queue.isEmpty()) {
-            int t = queue.poll();
-            for (int s : reverse[t]) {
-                if (dist[s] == UNREACHABLE) {
-                    dist[s] = dist[t] + 1;
-                    queue.add(s);
-                }
-            }
-        }
-        return dist;
-    }
-
-    public int initialState() {
-        return run.getInitialState();
     }
 
     /** The fewest tokens that produce an accepted text from the start (the least max_tokens that can work). */
     public int minTokens() {
-        return distance[run.getInitialState()];
-    }
-
-    public boolean accepting(int state) {
-        return run.isAccept(state);
-    }
-
-    /** Whether no byte can follow in this state (the text is complete). */
-    public boolean finished(int state) {
-        return run.isAccept(state) && mask(state).tokens.length == 0;
-    }
-
-    int distance(int state) {
-        return distance[state];
+        return initialPlan.length;
     }
 
     public Vocabulary vocabulary() {
         return vocabulary;
     }
 
-    /** The state after the token's bytes, or -1 if the automaton rejects them. */
-    public int step(int state, int token) {
-        byte[] b = vocabulary.bytes(token);
-        if (b == null || b.length == 0) {
-            return -1;
-        }
-        int s = state;
-        for (int i = 0; i < b.length && s >= 0; i++) {
-            s = run.step(s, (char) (b[i] & 0xFF));
-        }
-        return s;
+    public Grammar grammar() {
+        return grammar;
     }
 
-    Mask mask(int state) {
-        Mask m = masks.get(state);
-        if (m == null) {
-            m = computeMask(state);
-            masks.compareAndSet(state, null, m);
-        }
-        return m;
+    /** Current memory estimate: the grammar, the parser's and budget's memos and this constraint's mask cache. */
+    public long bytes() {
+        return 64L * grammar.nodes() + parser.internBytes() + closing.bytes() + local.bytes() + 256;
     }
 
-    /** Number of states whose mask is cached (for tests and metrics). */
+    /** Entries in this constraint's own lexeme-mask cache (for tests and metrics). */
     public int cachedMasks() {
-        int n = 0;
-        for (int i = 0; i < masks.length(); i++) {
-            n += masks.get(i) != null ? 1 : 0;
-        }
-        return n;
+        return local.size();
     }
 
-    public int states() {
-        return run.getSize();
+    Parser parser() {
+        return parser;
     }
 
-    private Mask computeMask(int state) {
-        Vocabulary v = vocabulary;
-        int[] tokens = new int[64];
-        int[] dists = new int[64];
-        int n = 0;
-        int[] nodeStack = new int[256];
-        int[] stateStack = new int[256];
-        // depth-first over the trie from the root (which holds no token); a child is pushed only when the
-        // automaton accepts its byte from its parent's state
-        nodeStack[0] = 0;
-        stateStack[0] = state;
-        int sp = 1;
-        while (sp > 0) {
-            int node = nodeStack[--sp];
-            int s = stateStack[sp];
-            for (int tok = v.firstToken[node]; tok >= 0; tok = v.nextToken[tok]) {
-                if (n == tokens.length) {
-                    tokens = Arrays.copyOf(tokens, n * 2);
-                    dists = Arrays.copyOf(dists, n * 2);
-                }
-                tokens[n] = tok;
-                dists[n++] = distance[s];
+    Closing closing() {
+        return closing;
+    }
+
+    Config[] initial() {
+        return initial;
+    }
+
+    int[] initialPlan() {
+        return initialPlan;
+    }
+
+    private LexemeMasks cacheFor(Lexeme x) {
+        return x == JsonLexemes.STRING_CHAR || x == JsonLexemes.WHITESPACE ? vocabulary.sharedMasks : local;
+    }
+
+    /** Work counter of one mask computation. */
+    private final class Work {
+        long n;
+
+        void add(long k) {
+            n += k;
+            if (n > maskWork) {
+                throw new ConstraintBudgetException("schema", "a token mask needed more than " + maskWork
+                        + " parser steps");
             }
-            for (int c = v.firstChild[node]; c >= 0; c = v.nextSibling[c]) {
-                int t = run.step(s, v.label[c]);
-                if (t >= 0 && distance[t] < UNREACHABLE) {
-                    if (sp == nodeStack.length) {
-                        nodeStack = Arrays.copyOf(nodeStack, sp * 2);
-                        stateStack = Arrays.copyOf(stateStack, sp * 2);
+        }
+    }
+
+    /**
+     * The tokens allowed after the configurations: accepted by the parser and leaving a closing bound within
+     * {@code budget} tokens. EOS is not included (the caller decides it from {@link Parser#accepting}).
+     *
+     * @param exact walk the whole trie with the full parser (no lexeme cache): the reference for parity tests
+     */
+    long[] allowed(Config[] cs, int budget, boolean exact) {
+        long[] mask = new long[(vocabulary.size() + 63) >>> 6];
+        if (budget < 0) {
+            return mask;
+        }
+        Work work = new Work();
+        List<Config> rest = new ArrayList<>();
+        for (Config c : cs) {
+            if (!exact && c.leaf instanceof Lex l && l.lexeme.wide) {
+                lexeme(c, l, mask, budget, work);
+            } else {
+                rest.add(c);
+            }
+        }
+        if (!rest.isEmpty()) {
+            walk(0, rest.toArray(new Config[0]), mask, budget, null, work);
+        }
+        return mask;
+    }
+
+    private void lexeme(Config c, Lex l, long[] mask, int budget, Work work) {
+        Lexeme x = l.lexeme;
+        long[] follow = parser.follow(c.k);
+        LexemeMasks.Entry e = cacheFor(x).entry(x, c.pos, follow);
+        work.add(e.exitNodes().length + 64);
+        int room = x.counted && l.max >= 0 ? l.max - c.count : Integer.MAX_VALUE;
+        int cont = closing.cont(c.k);
+        int deficit = x.counted ? Math.max(0, l.min - c.count) : 0;
+        long aggregate = (long) closing.maxCompletion(x) + (deficit == 0 ? 0 : closing.units(x, deficit)) + cont;
+        if (aggregate <= budget) {
+            e.orInside(mask, room);
+        } else {
+            // tight: check each inside token's own closing bound
+            long[] inside = new long[mask.length];
+            e.orInside(inside, room);
+            for (int w = 0; w < inside.length; w++) {
+                long bits = inside[w];
+                while (bits != 0) {
+                    int t = (w << 6) + Long.numberOfTrailingZeros(bits);
+                    bits &= bits - 1;
+                    byte[] b = vocabulary.bytes(t);
+                    int s = c.pos;
+                    int n = c.count;
+                    for (int i = 0; i < b.length && s >= 0; i++) {
+                        if (x.counted && s == x.start()) {
+                            n = l.max < 0 ? Math.min(n + 1, Math.max(l.min, 1)) : n + 1;
+                        }
+                        s = x.step(s, b[i] & 0xFF);
                     }
-                    nodeStack[sp] = c;
-                    stateStack[sp++] = t;
+                    work.add(b.length);
+                    if (s >= 0 && closing.bound(new Config(l, s, n, c.k)) <= budget) {
+                        mask[w] |= 1L << t;
+                    }
                 }
             }
         }
-        // order by distance (stable in token id for equal distances)
-        long[] keys = new long[n];
-        for (int i = 0; i < n; i++) {
-            keys[i] = ((long) dists[i] << 32) | tokens[i];
+        Config[] after = null;
+        for (int i = 0; i < e.exitNodes().length; i++) {
+            int total = c.count + e.exitUnits()[i];
+            if (x.counted && (total < l.min || l.max >= 0 && total > l.max)) {
+                continue;
+            }
+            if (after == null) {
+                after = parser.resumed(c.k);
+            }
+            walk(e.exitNodes()[i], after, mask, budget, follow, work);
         }
-        Arrays.sort(keys);
-        int[] outTokens = new int[n];
-        int[] outDists = new int[n];
-        for (int i = 0; i < n; i++) {
-            outTokens[i] = (int) keys[i];
-            outDists[i] = (int) (keys[i] >>> 32);
+    }
+
+    /**
+     * Depth first over the trie below {@code root} with the parser: a child is visited when some configuration
+     * takes its byte; tokens at visited nodes (not the root) are allowed when their closing bound fits.
+     */
+    private void walk(int root, Config[] start, long[] mask, int budget, long[] firstOnly, Work work) {
+        Vocabulary v = vocabulary;
+        int[] nodeStack = new int[64];
+        Config[][] cfgStack = new Config[64][];
+        nodeStack[0] = root;
+        cfgStack[0] = start;
+        int sp = 1;
+        long[] fb = new long[4];
+        while (sp > 0) {
+            int n = nodeStack[--sp];
+            Config[] cs = cfgStack[sp];
+            cfgStack[sp] = null;
+            work.add(cs.length);
+            if (n != root && v.firstToken[n] >= 0 && closing.bound(cs) <= budget) {
+                for (int t = v.firstToken[n]; t >= 0; t = v.nextToken[t]) {
+                    mask[t >>> 6] |= 1L << t;
+                }
+            }
+            fb[0] = fb[1] = fb[2] = fb[3] = 0;
+            for (Config c : cs) {
+                parser.first(c, fb);
+            }
+            if (n == root && firstOnly != null) {
+                for (int i = 0; i < 4; i++) {
+                    fb[i] &= firstOnly[i];
+                }
+            }
+            int lo = v.childStart[n];
+            int hi = v.childStart[n + 1];
+            int pop = Long.bitCount(fb[0]) + Long.bitCount(fb[1]) + Long.bitCount(fb[2]) + Long.bitCount(fb[3]);
+            if (pop == 0 || lo == hi) {
+                continue;
+            }
+            if (pop * 6 < hi - lo) {
+                for (int w = 0; w < 4; w++) {
+                    long bits = fb[w];
+                    while (bits != 0) {
+                        int b = (w << 6) + Long.numberOfTrailingZeros(bits);
+                        bits &= bits - 1;
+                        int ch = v.child(n, b);
+                        if (ch >= 0) {
+                            Config[] next = parser.step(cs, b);
+                            if (next.length > 0) {
+                                if (sp == nodeStack.length) {
+                                    nodeStack = java.util.Arrays.copyOf(nodeStack, sp * 2);
+                                    cfgStack = java.util.Arrays.copyOf(cfgStack, sp * 2);
+                                }
+                                nodeStack[sp] = ch;
+                                cfgStack[sp++] = next;
+                            }
+                        }
+                    }
+                }
+            } else {
+                for (int ch = lo; ch < hi; ch++) {
+                    int b = v.label[ch];
+                    if ((fb[b >>> 6] & (1L << b)) != 0) {
+                        Config[] next = parser.step(cs, b);
+                        if (next.length > 0) {
+                            if (sp == nodeStack.length) {
+                                nodeStack = java.util.Arrays.copyOf(nodeStack, sp * 2);
+                                cfgStack = java.util.Arrays.copyOf(cfgStack, sp * 2);
+                            }
+                            nodeStack[sp] = ch;
+                            cfgStack[sp++] = next;
+                        }
+                    }
+                }
+            }
         }
-        return new Mask(outTokens, outDists);
     }
 }

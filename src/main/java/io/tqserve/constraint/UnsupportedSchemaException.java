@@ -1,7 +1,10 @@
 package io.tqserve.constraint;
 
-/** A schema uses a keyword (or a keyword's value) that constrained decoding cannot guarantee. */
-public final class UnsupportedSchemaException extends RuntimeException {
+/**
+ * A schema uses a keyword (or a keyword's value) that constrained decoding cannot guarantee, or needs more than
+ * its budget ({@link ConstraintBudgetException}).
+ */
+public class UnsupportedSchemaException extends RuntimeException {
     private final String keyword;
 
     public UnsupportedSchemaException(String keyword, String message) {

@@ -5,21 +5,32 @@ import java.util.HashMap;
 import java.util.Map;
 
 /**
- * The byte strings of a model's tokens arranged as a trie, so that the tokens allowed in an automaton state are
- * found by walking the trie and the automaton together (a prefix the automaton rejects prunes every token below
- * it) instead of running every token separately. One per model, immutable, shared by all constraints.
+ * The byte strings of a model's tokens arranged as a trie, so that the tokens a parser state allows are found by
+ * walking the trie and the parser together (a prefix the parser rejects prunes every token below it) instead of
+ * running every token separately. Nodes are numbered breadth first with each node's children contiguous and
+ * sorted by byte, so a child is found by a binary search and the children are a range. One per model, immutable,
+ * shared by all constraints.
  */
 public final class Vocabulary {
     private final int size;
     private final byte[][] tokens;
     private final boolean[] singleByte = new boolean[256];
-    // trie: node 0 is the root; children of a node are a linked list (firstChild, nextSibling), label = the byte
-    final int[] firstChild;
-    final int[] nextSibling;
-    final char[] label;
-    // tokens ending at a node: firstToken[node] -> token id, then nextToken[token] -> token id (-1 ends)
+    /** Children of node n are nodes childStart[n] .. childStart[n+1]-1 (the array has nodes+1 entries). */
+    final int[] childStart;
+    /** The byte that leads to a node (0..255; the root's is 0). */
+    final int[] label;
+    /** tokens ending at a node: firstToken[node] -> token id, then nextToken[token] -> token id (-1 ends). */
     final int[] firstToken;
     final int[] nextToken;
+    /** Longest token in bytes. */
+    final int maxTokenBytes;
+    /**
+     * Masks of the JSON string and whitespace lexemes, which do not depend on a schema: shared by every constraint
+     * over this vocabulary, bounded by {@link #SHARED_MASK_BYTES}.
+     */
+    final LexemeMasks sharedMasks = new LexemeMasks(this, SHARED_MASK_BYTES);
+    /** Bound of the shared lexeme-mask cache. */
+    public static final long SHARED_MASK_BYTES = 32L << 20;
 
     /**
      * @param tokenBytes per token id, its bytes in the output; null (or empty) for tokens that never belong to
@@ -28,19 +39,20 @@ public final class Vocabulary {
     public Vocabulary(byte[][] tokenBytes) {
         this.size = tokenBytes.length;
         this.tokens = tokenBytes;
+        // build with a hash map of (node, byte) -> child, then renumber breadth first
         Map<Long, Integer> child = new HashMap<>();
         int nodes = 1;
         int[] parentOf = new int[1024];
-        char[] labels = new char[1024];
-        nextToken = new int[size];
-        Arrays.fill(nextToken, -1);
-        int[] first = new int[1024];
-        Arrays.fill(first, -1);
+        int[] labels = new int[1024];
+        int[] tokenNode = new int[size];
+        int longest = 0;
         for (int id = 0; id < size; id++) {
             byte[] b = tokenBytes[id];
+            tokenNode[id] = -1;
             if (b == null || b.length == 0) {
                 continue;
             }
+            longest = Math.max(longest, b.length);
             if (b.length == 1) {
                 singleByte[b[0] & 0xFF] = true;
             }
@@ -52,31 +64,75 @@ public final class Vocabulary {
                     if (nodes == labels.length) {
                         labels = Arrays.copyOf(labels, nodes * 2);
                         parentOf = Arrays.copyOf(parentOf, nodes * 2);
-                        int old = first.length;
-                        first = Arrays.copyOf(first, nodes * 2);
-                        Arrays.fill(first, old, first.length, -1);
                     }
                     next = nodes++;
-                    labels[next] = (char) (x & 0xFF);
+                    labels[next] = x & 0xFF;
                     parentOf[next] = node;
                     child.put(key, next);
                 }
                 node = next;
             }
-            nextToken[id] = first[node];
-            first[node] = id;
+            tokenNode[id] = node;
         }
-        firstChild = new int[nodes];
-        nextSibling = new int[nodes];
-        Arrays.fill(firstChild, -1);
-        Arrays.fill(nextSibling, -1);
-        for (int n = nodes - 1; n >= 1; n--) {
-            int p = parentOf[n];
-            nextSibling[n] = firstChild[p];
-            firstChild[p] = n;
+        this.maxTokenBytes = longest;
+        // children lists (old numbering), sorted by label
+        int[] count = new int[nodes + 1];
+        for (int n = 1; n < nodes; n++) {
+            count[parentOf[n]]++;
         }
-        label = Arrays.copyOf(labels, nodes);
-        firstToken = Arrays.copyOf(first, nodes);
+        int[] start = new int[nodes + 1];
+        for (int n = 0; n < nodes; n++) {
+            start[n + 1] = start[n] + count[n];
+        }
+        int[] kids = new int[Math.max(0, nodes - 1)];
+        int[] fill = Arrays.copyOf(start, nodes);
+        for (int n = 1; n < nodes; n++) {
+            kids[fill[parentOf[n]]++] = n;
+        }
+        final int[] lab = labels;
+        for (int n = 0; n < nodes; n++) {
+            Integer[] part = new Integer[start[n + 1] - start[n]];
+            for (int i = 0; i < part.length; i++) {
+                part[i] = kids[start[n] + i];
+            }
+            Arrays.sort(part, (x, y) -> Integer.compare(lab[x], lab[y]));
+            for (int i = 0; i < part.length; i++) {
+                kids[start[n] + i] = part[i];
+            }
+        }
+        // breadth-first renumbering: a node's children get consecutive new numbers
+        int[] newId = new int[nodes];
+        int[] order = new int[nodes];
+        order[0] = 0;
+        int head = 0;
+        int tail = 1;
+        childStart = new int[nodes + 1];
+        while (head < tail) {
+            int old = order[head];
+            childStart[head] = tail;
+            for (int i = start[old]; i < start[old + 1]; i++) {
+                newId[kids[i]] = tail;
+                order[tail++] = kids[i];
+            }
+            head++;
+        }
+        childStart[nodes] = tail;
+        label = new int[nodes];
+        for (int n = 0; n < nodes; n++) {
+            label[n] = labels[order[n]];
+        }
+        label[0] = 0;
+        firstToken = new int[nodes];
+        Arrays.fill(firstToken, -1);
+        nextToken = new int[size];
+        Arrays.fill(nextToken, -1);
+        for (int id = size - 1; id >= 0; id--) {
+            if (tokenNode[id] >= 0) {
+                int n = newId[tokenNode[id]];
+                nextToken[id] = firstToken[n];
+                firstToken[n] = id;
+            }
+        }
     }
 
     /** Token ids 0..size-1. */
@@ -89,12 +145,35 @@ public final class Vocabulary {
         return tokens[token];
     }
 
-    /** Whether the byte is a token of its own (the closing path of a constraint uses only those). */
+    /** Whether the byte is a token of its own. */
     public boolean hasSingleByte(int b) {
         return singleByte[b];
     }
 
     int nodes() {
-        return firstChild.length;
+        return label.length;
+    }
+
+    /** The child of {@code node} reached by byte {@code b}, or -1. */
+    int child(int node, int b) {
+        int lo = childStart[node];
+        int hi = childStart[node + 1] - 1;
+        while (lo <= hi) {
+            int mid = (lo + hi) >>> 1;
+            int l = label[mid];
+            if (l < b) {
+                lo = mid + 1;
+            } else if (l > b) {
+                hi = mid - 1;
+            } else {
+                return mid;
+            }
+        }
+        return -1;
+    }
+
+    /** Bytes of the arrays behind the trie (for memory accounting). */
+    long bytes() {
+        return 4L * (childStart.length + label.length + firstToken.length + nextToken.length);
     }
 }

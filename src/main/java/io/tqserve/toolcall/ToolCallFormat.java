@@ -1,7 +1,7 @@
 package io.tqserve.toolcall;
 
-import dk.brics.automaton.Automaton;
-import io.tqserve.constraint.JsonAutomata;
+import io.tqserve.constraint.ConstraintLimits;
+import io.tqserve.constraint.Grammar;
 import io.tqserve.constraint.SchemaCompiler;
 import java.util.ArrayList;
 import java.util.HexFormat;
@@ -73,29 +73,27 @@ public enum ToolCallFormat {
      * The output when a call is required ({@code tool_choice: required} or a named function): one call of one of
      * {@code tools} (or several if {@code parallel}), in this format's bare form.
      */
-    public Automaton forcedCalls(List<ToolSpec> tools, boolean parallel) {
-        List<Automaton> calls = new ArrayList<>();
+    public Grammar forcedCalls(List<ToolSpec> tools, boolean parallel) {
+        return forcedCalls(tools, parallel, ConstraintLimits.DEFAULT);
+    }
+
+    /** As {@link #forcedCalls(List, boolean)}, each tool's parameters compiled within {@code limits}. */
+    public Grammar forcedCalls(List<ToolSpec> tools, boolean parallel, ConstraintLimits limits) {
+        List<Grammar> calls = new ArrayList<>();
         for (ToolSpec t : tools) {
-            calls.add(Automaton.concatenate(List.of(JsonAutomata.literal("{\"name\": " + JsonAutomata.quote(t.name())
-                    + ", \"" + argumentsKey + "\": "), SchemaCompiler.compile(t.parameters()),
-                    JsonAutomata.literal("}"))));
+            calls.add(Grammar.seq(Grammar.literal("{\"name\": " + SchemaCompiler.quote(t.name()) + ", \""
+                    + argumentsKey + "\": "), SchemaCompiler.compile(t.parameters(), limits), Grammar.literal("}")));
         }
-        Automaton call = Automaton.union(calls);
-        call.minimize();
-        Automaton out = switch (this) {
+        Grammar call = Grammar.alt(calls);
+        return switch (this) {
             case HERMES -> {
-                Automaton block = Automaton.concatenate(List.of(JsonAutomata.literal("<tool_call>\n"), call,
-                        JsonAutomata.literal("\n</tool_call>")));
-                yield parallel ? block.concatenate(JsonAutomata.literal("\n").concatenate(block).repeat()) : block;
+                Grammar block = Grammar.seq(Grammar.literal("<tool_call>\n"), call, Grammar.literal("\n</tool_call>"));
+                yield parallel ? Grammar.repeat(block, Grammar.literal("\n"), 1, -1) : block;
             }
-            case LLAMA3_JSON -> parallel ? call.concatenate(JsonAutomata.literal("; ").concatenate(call).repeat())
-                    : call;
-            case MISTRAL -> Automaton.concatenate(List.of(JsonAutomata.literal("["),
-                    parallel ? call.concatenate(JsonAutomata.literal(", ").concatenate(call).repeat()) : call,
-                    JsonAutomata.literal("]")));
+            case LLAMA3_JSON -> parallel ? Grammar.repeat(call, Grammar.literal("; "), 1, -1) : call;
+            case MISTRAL -> Grammar.seq(Grammar.literal("["),
+                    parallel ? Grammar.repeat(call, Grammar.literal(", "), 1, -1) : call, Grammar.literal("]"));
         };
-        out.minimize();
-        return out;
     }
 
     /**
@@ -103,16 +101,16 @@ public enum ToolCallFormat {
      * {@code <tool_call>}, then optionally well-formed call blocks (and nothing after them). Null for the formats
      * whose call has no textual start marker; their auto output is free and parsed afterwards.
      */
-    public Automaton autoCalls(List<ToolSpec> tools, boolean parallel) {
+    public Grammar autoCalls(List<ToolSpec> tools, boolean parallel) {
+        return autoCalls(tools, parallel, ConstraintLimits.DEFAULT);
+    }
+
+    /** As {@link #autoCalls(List, boolean)}, within {@code limits}. */
+    public Grammar autoCalls(List<ToolSpec> tools, boolean parallel, ConstraintLimits limits) {
         if (this != HERMES) {
             return null;
         }
-        Automaton anyBytes = Automaton.makeCharRange((char) 0, (char) 255).repeat();
-        Automaton withMarker = anyBytes.concatenate(JsonAutomata.literal(marker)).concatenate(anyBytes);
-        Automaton text = anyBytes.minus(withMarker);
-        Automaton out = text.concatenate(forcedCalls(tools, parallel).optional());
-        out.minimize();
-        return out;
+        return Grammar.seq(Grammar.textWithout(marker), forcedCalls(tools, parallel, limits).optional());
     }
 
     /** Text with its tool calls taken out. */

@@ -108,6 +108,20 @@ class ToolsSdkTest extends ServingTestContext {
     }
 
     @Test
+    void forcedToolCallFitsFortyEightTokensCountedInRealTokens() {
+        // the completion budget counts the model's tokens (the call is a few dozen), not single bytes
+        for (long seed = 1; seed <= 3; seed++) {
+            ChatCompletion c = sdk.chat().completions().create(weatherRequest(seed).maxCompletionTokens(48).build());
+            ChatCompletion.Choice choice = c.choices().getFirst();
+            assertThat(choice.finishReason()).isEqualTo(ChatCompletion.Choice.FinishReason.TOOL_CALLS);
+            ChatCompletionMessageFunctionToolCall call = choice.message().toolCalls().orElseThrow().getFirst()
+                    .asFunction();
+            assertThat(schema(WEATHER_SCHEMA).validate(call.function().arguments(), InputFormat.JSON)).isEmpty();
+            assertThat(c.usage().orElseThrow().completionTokens()).isLessThanOrEqualTo(48);
+        }
+    }
+
+    @Test
     void streamedNamedToolCallArrivesAsDeltasWithoutMarkupInContent() {
         StringBuilder content = new StringBuilder();
         StringBuilder args = new StringBuilder();

@@ -1,0 +1,205 @@
+package io.tqserve.constraint;
+
+import java.util.Arrays;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * A cache, bounded in bytes, of what the vocabulary does against a wide lexeme in one state: the tokens that stay
+ * inside the lexeme (grouped by the units they add, for counted lexemes) and the trie nodes where the lexeme may end
+ * with a byte of what follows (the follow set, part of the key) below. When the bound is reached the cache is
+ * emptied and refilled by use (entries are rebuilt in milliseconds; the bound is what matters).
+ */
+final class LexemeMasks {
+    /** Tokens adding fewer units than this are kept in one bitset per unit count. */
+    static final int CAP = 16;
+
+    private final Vocabulary v;
+    private final long maxBytes;
+    private final ConcurrentHashMap<Key, Entry> map = new ConcurrentHashMap<>();
+    private final AtomicLong bytes = new AtomicLong();
+
+    record Key(Lexeme lexeme, int state, long f0, long f1, long f2, long f3) {
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Key k && k.lexeme == lexeme && k.state == state && k.f0 == f0 && k.f1 == f1
+                    && k.f2 == f2 && k.f3 == f3;
+        }
+
+        @Override
+        public int hashCode() {
+            return System.identityHashCode(lexeme) * 31 + state + Long.hashCode(f0 * 31 + f1 * 17 + f2 * 7 + f3);
+        }
+    }
+
+    /**
+     * @param all        tokens inside the lexeme, any number of units
+     * @param byUnits    for counted lexemes: byUnits[u] = tokens adding exactly u units (null when none), u &lt; CAP
+     * @param longTokens tokens adding CAP units or more, by ascending units ({@code longUnits})
+     * @param maxUnits   the most units a token adds
+     * @param exitNodes  trie nodes where the lexeme may end and a follow byte is a child
+     * @param exitUnits  units added on the way to each exit node
+     */
+    record Entry(long[] all, long[][] byUnits, int[] longTokens, int[] longUnits, int maxUnits, int[] exitNodes,
+            int[] exitUnits, long bytes) {
+        /** ORs into {@code mask} the inside tokens adding at most {@code room} units. */
+        void orInside(long[] mask, int room) {
+            if (room >= maxUnits) {
+                for (int i = 0; i < all.length; i++) {
+                    mask[i] |= all[i];
+                }
+                return;
+            }
+            for (int u = 0; u <= Math.min(room, CAP - 1); u++) {
+                long[] b = byUnits[u];
+                if (b != null) {
+                    for (int i = 0; i < b.length; i++) {
+                        mask[i] |= b[i];
+                    }
+                }
+            }
+            for (int i = 0; i < longTokens.length && longUnits[i] <= room; i++) {
+                int t = longTokens[i];
+                mask[t >>> 6] |= 1L << t;
+            }
+        }
+    }
+
+    LexemeMasks(Vocabulary v, long maxBytes) {
+        this.v = v;
+        this.maxBytes = maxBytes;
+    }
+
+    long bytes() {
+        return bytes.get();
+    }
+
+    int size() {
+        return map.size();
+    }
+
+    Entry entry(Lexeme x, int state, long[] follow) {
+        Key key = new Key(x, state, follow[0], follow[1], follow[2], follow[3]);
+        Entry e = map.get(key);
+        if (e != null) {
+            return e;
+        }
+        e = build(x, state, follow);
+        if (e.bytes <= maxBytes) {
+            if (bytes.get() + e.bytes > maxBytes) {
+                map.clear();
+                bytes.set(0);
+            }
+            if (map.putIfAbsent(key, e) == null) {
+                bytes.addAndGet(e.bytes);
+            }
+        }
+        return e;
+    }
+
+    private Entry build(Lexeme x, int state, long[] follow) {
+        int words = (v.size() + 63) >>> 6;
+        long[] all = new long[words];
+        long[][] byUnits = new long[CAP][];
+        int[] longTok = new int[16];
+        int[] longUnits = new int[16];
+        int nLong = 0;
+        int maxUnits = 0;
+        int[] exitNodes = new int[64];
+        int[] exitUnits = new int[64];
+        int nExit = 0;
+        int[] fb = new int[Long.bitCount(follow[0]) + Long.bitCount(follow[1]) + Long.bitCount(follow[2])
+                + Long.bitCount(follow[3])];
+        for (int b = 0, i = 0; b < 256; b++) {
+            if ((follow[b >>> 6] & (1L << b)) != 0) {
+                fb[i++] = b;
+            }
+        }
+        int start = x.start();
+        int cap = v.maxTokenBytes + 2;
+        int[] nodes = new int[cap * 8];
+        int[] states = new int[cap * 8];
+        int[] units = new int[cap * 8];
+        nodes[0] = 0;
+        states[0] = state;
+        units[0] = 0;
+        int sp = 1;
+        while (sp > 0) {
+            sp--;
+            int n = nodes[sp];
+            int s = states[sp];
+            int u = units[sp];
+            if (n != 0) {
+                for (int t = v.firstToken[n]; t >= 0; t = v.nextToken[t]) {
+                    all[t >>> 6] |= 1L << t;
+                    maxUnits = Math.max(maxUnits, u);
+                    if (x.counted) {
+                        if (u < CAP) {
+                            if (byUnits[u] == null) {
+                                byUnits[u] = new long[words];
+                            }
+                            byUnits[u][t >>> 6] |= 1L << t;
+                        } else {
+                            if (nLong == longTok.length) {
+                                longTok = Arrays.copyOf(longTok, nLong * 2);
+                                longUnits = Arrays.copyOf(longUnits, nLong * 2);
+                            }
+                            longTok[nLong] = t;
+                            longUnits[nLong++] = u;
+                        }
+                    }
+                }
+            }
+            boolean canEnd = x.counted ? s == start : x.accepting(s);
+            if (canEnd) {
+                for (int b : fb) {
+                    if (v.child(n, b) >= 0) {
+                        if (nExit == exitNodes.length) {
+                            exitNodes = Arrays.copyOf(exitNodes, nExit * 2);
+                            exitUnits = Arrays.copyOf(exitUnits, nExit * 2);
+                        }
+                        exitNodes[nExit] = n;
+                        exitUnits[nExit++] = u;
+                        break;
+                    }
+                }
+            }
+            int nu = x.counted && s == start ? u + 1 : u;
+            for (int ch = v.childStart[n]; ch < v.childStart[n + 1]; ch++) {
+                int t = x.step(s, v.label[ch]);
+                if (t >= 0) {
+                    if (sp == nodes.length) {
+                        nodes = Arrays.copyOf(nodes, sp * 2);
+                        states = Arrays.copyOf(states, sp * 2);
+                        units = Arrays.copyOf(units, sp * 2);
+                    }
+                    nodes[sp] = ch;
+                    states[sp] = t;
+                    units[sp++] = nu;
+                }
+            }
+        }
+        if (!x.counted) {
+            maxUnits = 0;
+        }
+        // long tokens by ascending units
+        Integer[] idx = new Integer[nLong];
+        for (int i = 0; i < nLong; i++) {
+            idx[i] = i;
+        }
+        final int[] lu = longUnits;
+        Arrays.sort(idx, (a, b) -> Integer.compare(lu[a], lu[b]));
+        int[] lt = new int[nLong];
+        int[] lun = new int[nLong];
+        for (int i = 0; i < nLong; i++) {
+            lt[i] = longTok[idx[i]];
+            lun[i] = longUnits[idx[i]];
+        }
+        long size = 8L * words + 8L * nLong + 8L * nExit + 256;
+        for (long[] b : byUnits) {
+            size += b == null ? 8 : 8L * words + 16;
+        }
+        return new Entry(all, byUnits, lt, lun, maxUnits, Arrays.copyOf(exitNodes, nExit),
+                Arrays.copyOf(exitUnits, nExit), size);
+    }
+}
