@@ -36,6 +36,9 @@ public class ApiRoutes {
         return RouterFunctions.route()
                 .route(POST("/v1/messages"), protocols::messages)
                 .route(POST("/v1/messages/count_tokens"), protocols::countTokens)
+                .route(POST("/v1/responses"), protocols::responses)
+                .route(GET("/v1/responses/{id}"), protocols::getResponse)
+                .route(DELETE("/v1/responses/{id}"), protocols::deleteResponse)
                 .build();
     }
 }

@@ -39,6 +39,13 @@ public class ServingConfiguration {
     }
 
     @Bean
+    io.tqserve.api.responses.ResponseStore responseStore(TqserveProperties props) {
+        TqserveProperties.Responses r = props.api().responses();
+        return new io.tqserve.api.responses.ResponseStore(new io.tqserve.api.responses.ResponseStore.Limits(
+                r.maxCountPerKey(), r.maxBytesPerKey().toBytes(), r.ttl()));
+    }
+
+    @Bean
     io.tqserve.api.HttpSettings httpSettings(TqserveProperties props) {
         TqserveProperties.Api a = props.api();
         return new io.tqserve.api.HttpSettings(a.allowedHosts(), a.http().headerTimeout(), a.http().bodyTimeout(),

@@ -200,6 +200,7 @@ public record TqserveProperties(@Valid @DefaultValue Model model, @Valid @Defaul
      * @param specialTokensInContent tokenize special-token text in messages, tool results, tool-call arguments and
      *                            tools as the special tokens (off: as ordinary text, so a message cannot forge a
      *                            turn; turn on only when every client is trusted)
+     * @param responses           the responses kept for the Responses API's previous_response_id and GET
      */
     public record Api(@DefaultValue List<String> keys, @DefaultValue("false") boolean strictModelId,
             @DefaultValue("512") @Min(1) int defaultMaxTokens, @DefaultValue("5s") @NotNull Duration keepAliveInterval,
@@ -208,7 +209,8 @@ public record TqserveProperties(@Valid @DefaultValue Model model, @Valid @Defaul
             @DefaultValue("1000") @Min(1) int maxMessages, @DefaultValue("1000000") @Min(1) int maxPromptChars,
             @DefaultValue("health") List<String> openActuator, @Valid @DefaultValue Cors cors,
             @DefaultValue List<String> allowedHosts, @Valid @DefaultValue Http http,
-            @DefaultValue("429") int queueFullStatus, @DefaultValue("false") boolean specialTokensInContent) {
+            @DefaultValue("429") int queueFullStatus, @DefaultValue("false") boolean specialTokensInContent,
+            @Valid @DefaultValue Responses responses) {
         public Api {
             if (queueFullStatus != 429 && queueFullStatus != 503) {
                 throw new IllegalArgumentException("tqserve.api.queue-full-status must be 429 or 503, not "
@@ -218,6 +220,18 @@ public record TqserveProperties(@Valid @DefaultValue Model model, @Valid @Defaul
             openActuator = openActuator == null ? List.of() : List.copyOf(openActuator);
             allowedHosts = allowedHosts == null ? List.of() : List.copyOf(allowedHosts);
         }
+    }
+
+    /**
+     * The responses of {@code POST /v1/responses} kept in memory (with {@code store}, the default) for
+     * {@code previous_response_id} and {@code GET /v1/responses/{id}}, per API key.
+     *
+     * @param maxCountPerKey responses one API key keeps (the oldest go first); 0 = none are kept
+     * @param maxBytesPerKey memory one API key's responses take (their JSON text)
+     * @param ttl            how long a response is kept
+     */
+    public record Responses(@DefaultValue("1000") @Min(0) int maxCountPerKey,
+            @DefaultValue("64MB") @NotNull DataSize maxBytesPerKey, @DefaultValue("1h") @NotNull Duration ttl) {
     }
 
     /**
