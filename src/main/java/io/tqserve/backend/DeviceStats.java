@@ -8,13 +8,15 @@ package io.tqserve.backend;
  * @param activeBytes device memory in use now
  * @param peakBytes   most device memory in use since start (or the last reset)
  * @param cacheBytes  freed device buffers kept for reuse
+ * @param ops         operations issued to the device's graphs so far (each op call and each array made from Java)
  */
-public record DeviceStats(long evaluations, long bytesToJava, long activeBytes, long peakBytes, long cacheBytes) {
-    public static final DeviceStats NONE = new DeviceStats(0, 0, 0, 0, 0);
+public record DeviceStats(long evaluations, long bytesToJava, long activeBytes, long peakBytes, long cacheBytes,
+        long ops) {
+    public static final DeviceStats NONE = new DeviceStats(0, 0, 0, 0, 0, 0);
 
     /** What happened between {@code before} and this reading (counters subtracted, memory as read now). */
     public DeviceStats since(DeviceStats before) {
         return new DeviceStats(evaluations - before.evaluations, bytesToJava - before.bytesToJava, activeBytes,
-                peakBytes, cacheBytes);
+                peakBytes, cacheBytes, ops - before.ops);
     }
 }

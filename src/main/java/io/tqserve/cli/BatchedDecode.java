@@ -18,7 +18,8 @@ import java.util.Map;
 /**
  * The decode steps of 1, 2, 4 and 8 sequences run together through the transformer as the batched lane runs them
  * (one forward pass per step; on a device decoder each step samples greedily on the device): aggregate tok/s as a
- * ratio to one sequence, and per step the device's evaluations, the bytes copied from the device to Java and the
+ * ratio to one sequence, and per step the device's evaluations, the device ops issued (on MLX the same count for
+ * every batch size: the step's graph does not grow with the batch), the bytes copied from the device to Java and the
  * process's CPU time (every thread, native ones included: MLX's CPU device runs a step on its own threads and
  * BLAS's, which a thread count of the JVM does not see). CPU time per step is what a step costs whatever else runs
  * on the machine; wall-clock tok/s depends on it.
@@ -29,9 +30,10 @@ final class BatchedDecode {
 
     static void run(Transformer t, ComputeBackend backend, int[] prompt, int decodeTokens, PrintStream out) {
         ModelConfig c = t.config();
-        out.println("  decode steps of 1/2/4/8 sequences together (greedy; per step: device evaluations, bytes "
-                + "device->Java):");
-        out.println("  seqs   tok/s   vs 1 seq   evals/step   bytes->Java/step   CPU ms/step   tok per CPU-s   vs 1 seq");
+        out.println("  decode steps of 1/2/4/8 sequences together (greedy; per step: device evaluations, device ops, "
+                + "bytes device->Java):");
+        out.println("  seqs   tok/s   vs 1 seq   evals/step   ops/step   bytes->Java/step   CPU ms/step   tok per CPU-s"
+                + "   vs 1 seq");
         double one = 0;
         double oneCpu = 0;
         for (int n : new int[] {1, 2, 4, 8}) {
@@ -45,14 +47,14 @@ final class BatchedDecode {
                 one = best[0];
                 oneCpu = perCpu;
             }
-            out.printf("  %4d  %7.1f   %6.2fx   %10.2f   %16.1f   %11.1f   %13.1f   %6.2fx%n", n, best[0],
-                    best[0] / one, best[1], best[2], best[3], perCpu, perCpu / oneCpu);
+            out.printf("  %4d  %7.1f   %6.2fx   %10.2f   %8.1f   %16.1f   %11.1f   %13.1f   %6.2fx%n", n, best[0],
+                    best[0] / one, best[1], best[4], best[2], best[3], perCpu, perCpu / oneCpu);
         }
     }
 
     /**
-     * {tok/s, evaluations per step, bytes to Java per step, process CPU ms per step} of {@code n} sequences decoding
-     * together.
+     * {tok/s, evaluations per step, bytes to Java per step, process CPU ms per step, device ops per step} of
+     * {@code n} sequences decoding together.
      */
     private static double[] once(Transformer t, ComputeBackend backend, ModelConfig c, int[] prompt, int decodeTokens,
             int n) {
@@ -92,7 +94,7 @@ final class BatchedDecode {
             DeviceStats d = backend.deviceStats().since(before);
             return new double[] {(double) n * decodeTokens / ((t1 - t0) / 1e9),
                 (double) d.evaluations() / decodeTokens, (double) d.bytesToJava() / decodeTokens,
-                cpu / 1e6 / decodeTokens};
+                cpu / 1e6 / decodeTokens, (double) d.ops() / decodeTokens};
         } finally {
             samplers.forEach(DeviceSampler::close);
             caches.forEach(KvCache::close);

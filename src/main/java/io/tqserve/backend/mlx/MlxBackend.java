@@ -41,6 +41,7 @@ public final class MlxBackend implements ComputeBackend {
     private final CpuBackend cpu;
     private final MlxOptions options;
     private final MlxDevice device;
+    private final Map<java.util.List<Integer>, MlxKvPool> kvPools = new java.util.HashMap<>(); // by shape
     private final Map<Matrix, MlxLinear> deviceWeights = new IdentityHashMap<>(); // Matrix -> the decoder's arrays
     private final long wiredLimit;
     private final MlxTurboKernels turboKernels; // null: the ops path
@@ -233,7 +234,7 @@ public final class MlxBackend implements ComputeBackend {
     @Override
     public DeviceStats deviceStats() {
         return new DeviceStats(mlx.evaluations(), mlx.bytesToJava(), mlx.activeMemory(), mlx.peakMemory(),
-                mlx.cacheMemory());
+                mlx.cacheMemory(), mlx.opsIssued());
     }
 
     /** Makes {@link #matmul} against {@code m} use the decoder's device weight {@code lin} (dense or quantized). */
@@ -278,6 +279,14 @@ public final class MlxBackend implements ComputeBackend {
         return Optional.of(MlxDecoder.open(this, spec));
     }
 
+    /** The pool of bf16 K/V pages of caches of this shape (one per shape, made on first use). */
+    MlxKvPool kvPool(int layers, int numKvHeads, int headDim) {
+        synchronized (kvPools) {
+            return kvPools.computeIfAbsent(java.util.List.of(layers, numKvHeads, headDim),
+                    k -> new MlxKvPool(this, layers, numKvHeads, headDim));
+        }
+    }
+
     @Override
     public Optional<DeviceKv> newDeviceKv(int layers, int numHeads, int numKvHeads, int headDim, int maxTokens) {
         return Optional.of(new MlxKvCache(this, layers, numHeads, numKvHeads, headDim, maxTokens));
@@ -293,6 +302,9 @@ public final class MlxBackend implements ComputeBackend {
         device.heldRun(() -> {
             synchronized (deviceWeights) {
                 deviceWeights.clear();
+            }
+            synchronized (kvPools) {
+                kvPools.values().forEach(MlxKvPool::close);
             }
             cpu.close();
             if (turboKernels != null) {

@@ -16,15 +16,18 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.IntFunction;
 
 /**
  * The Llama-family decoder (Llama, Mistral, Qwen2 q/k/v biases, Qwen3 q/k norms) as MLX ops, with the weights
  * loaded once by MLX from the model's safetensors files. A forward call takes the chunks of several sequences
  * and builds one graph, evaluated once: RMSNorm, the q/k/v projections, the output projection and the SwiGLU MLP
- * run over all rows together (each weight read once per step); per-head q/k RMSNorm, RoPE at each sequence's own
- * offset and attention against each sequence's KV cache ({@link MlxKvCache} or {@link MlxTurboKvCache}) run per sequence inside the same graph; the
- * final RMSNorm and LM head run on the rows that need logits, and chunks with a device sampler are sampled in the
- * graph too, so only their token ids (and requested logprobs) are copied to Java.
+ * run over all rows together (each weight read once per step). The decode rows of bf16 caches attend together
+ * ({@link MlxDecodeBatch}: RoPE at per-row positions, one scatter and one gather of the shared {@link MlxKvPool},
+ * one masked attention call per layer), so a decode step's graph has the same ops whatever its batch; a prefill
+ * chunk or a TurboQuant cache ({@link MlxTurboKvCache}) attends per chunk inside the same graph. The final RMSNorm
+ * and LM head run on the rows that need logits, and chunks with a device sampler are sampled in the graph too
+ * (the plain-greedy ones with one argmax), so only their token ids (and requested logprobs) are copied to Java.
  */
 final class MlxDecoder implements DeviceDecoder {
 
@@ -182,19 +185,20 @@ final class MlxDecoder implements DeviceDecoder {
         MlxScope s = mlx.newScope();
         try {
             List<MlxArray> outputs = new ArrayList<>();
-            MlxArray[] inputs = new MlxArray[chunks.size()];
-            for (int i = 0; i < inputs.length; i++) {
-                DeviceChunk ch = chunks.get(i);
-                inputs[i] = ch.input() instanceof MlxPendingStep.Token t ? t.array()
-                        : s.fromInts(ch.tokens(), ch.from(), ch.count(), ch.count());
-            }
-            MlxArray ids = inputs.length == 1 ? inputs[0] : s.concatenate(0, inputs);
+            MlxArray ids = inputIds(s, chunks);
             MlxArray e = embedding.rows(s, ids, dtype == MlxDtype.FLOAT32);
-            MlxArray x = e.dtype() == MlxDtype.FLOAT32 ? e : s.astype(e, MlxDtype.FLOAT32); // (N, dim) residual, float32
+            MlxArray x = e.dtype() == MlxDtype.FLOAT32 ? e : s.astype(e, MlxDtype.FLOAT32); // (N, dim) float32
+            Attention plan = Attention.plan(s, chunks, attnScale);
             for (int l = 0; l < layers.length; l++) {
-                x = layer(s, l, x, chunks, outputs);
+                x = layer(s, l, x, chunks, plan, outputs);
             }
-            return MlxPendingStep.queue(backend, s, spec, chunks, inputs,
+            int[] starts = new int[chunks.size()];
+            for (int i = 1; i < starts.length; i++) {
+                starts[i] = starts[i - 1] + chunks.get(i - 1).count();
+            }
+            IntFunction<MlxArray> input = i -> s.slice(ids, new int[] {starts[i]},
+                    new int[] {starts[i] + chunks.get(i).count()});
+            return MlxPendingStep.queue(backend, s, spec, chunks, input,
                     lmHead.apply(s, norm(s, lastRows(s, x, chunks), finalNorm)), outputs);
         } catch (RuntimeException | Error e) {
             for (DeviceChunk ch : chunks) {
@@ -204,6 +208,88 @@ final class MlxDecoder implements DeviceDecoder {
             }
             s.close();
             throw e;
+        }
+    }
+
+    /**
+     * The step's input ids (N) int32: the tokens a previous step sampled on the device (its array itself when this
+     * step feeds all of them in order, as a decode step of the same sequences does, else gathered with one take
+     * when they come from one step) or the chunks' token ids from Java (one array for all).
+     */
+    private static MlxArray inputIds(MlxScope s, List<DeviceChunk> chunks) {
+        if (chunks.stream().allMatch(ch -> ch.input() == null)) {
+            int n = chunks.stream().mapToInt(DeviceChunk::count).sum();
+            int[] ids = new int[n];
+            int at = 0;
+            for (DeviceChunk ch : chunks) {
+                System.arraycopy(ch.tokens(), ch.from(), ids, at, ch.count());
+                at += ch.count();
+            }
+            return s.fromInts(ids, 0, n, n);
+        }
+        MlxArray source = null;
+        boolean oneSource = true;
+        boolean inOrder = true;
+        for (int i = 0; i < chunks.size() && oneSource; i++) {
+            if (chunks.get(i).input() instanceof MlxPendingStep.Token t && chunks.get(i).count() == 1) {
+                source = source == null ? t.array() : source;
+                oneSource = t.array() == source;
+                inOrder &= t.index() == i;
+            } else {
+                oneSource = false;
+            }
+        }
+        if (oneSource && inOrder && source.shape()[0] == chunks.size()) {
+            return source;
+        }
+        if (oneSource) {
+            int[] idx = chunks.stream().mapToInt(ch -> ((MlxPendingStep.Token) ch.input()).index()).toArray();
+            return s.take(source, s.fromInts(idx, 0, idx.length, idx.length), 0);
+        }
+        MlxArray[] parts = new MlxArray[chunks.size()];
+        for (int i = 0; i < parts.length; i++) {
+            DeviceChunk ch = chunks.get(i);
+            parts[i] = ch.input() instanceof MlxPendingStep.Token t ? t.row(s)
+                    : s.fromInts(ch.tokens(), ch.from(), ch.count(), ch.count());
+        }
+        return parts.length == 1 ? parts[0] : s.concatenate(0, parts);
+    }
+
+    /**
+     * How a step's attention runs: the decode rows of bf16 caches of one pool together ({@link MlxDecodeBatch}),
+     * every other chunk (a prefill, a TurboQuant cache) against its own cache.
+     *
+     * @param batch    the decode batch, or null
+     * @param inBatch  per chunk, its row in the batch, or -1
+     * @param rows     the batch's rows of x, or null when they are all rows in order
+     */
+    private record Attention(MlxDecodeBatch batch, int[] inBatch, MlxArray rows) {
+        static Attention plan(MlxScope s, List<DeviceChunk> chunks, float scale) {
+            int[] inBatch = new int[chunks.size()];
+            java.util.Arrays.fill(inBatch, -1);
+            List<MlxKvCache> caches = new ArrayList<>();
+            List<Integer> rows = new ArrayList<>();
+            MlxKvPool pool = null;
+            int row = 0;
+            for (int i = 0; i < chunks.size(); i++) {
+                DeviceChunk ch = chunks.get(i);
+                if (ch.kv() instanceof MlxKvCache c && ch.count() == 1 && (pool == null || c.pool() == pool)) {
+                    pool = c.pool();
+                    inBatch[i] = caches.size();
+                    caches.add(c);
+                    rows.add(row);
+                }
+                row += ch.count();
+            }
+            if (caches.isEmpty()) {
+                return new Attention(null, inBatch, null);
+            }
+            MlxDecodeBatch batch = MlxDecodeBatch.of(s, pool, caches, scale);
+            if (rows.size() == row) {
+                return new Attention(batch, inBatch, null);
+            }
+            int[] r = rows.stream().mapToInt(Integer::intValue).toArray();
+            return new Attention(batch, inBatch, s.fromInts(r, 0, r.length, r.length));
         }
     }
 
@@ -224,8 +310,9 @@ final class MlxDecoder implements DeviceDecoder {
         return s.take(x, s.fromInts(sel, 0, sel.length, sel.length), 0);
     }
 
-    /** One decoder layer over all rows; attention per chunk. */
-    private MlxArray layer(MlxScope s, int l, MlxArray x, List<DeviceChunk> chunks, List<MlxArray> outputs) {
+    /** One decoder layer over all rows; the decode rows' attention batched, the other chunks' per chunk. */
+    private MlxArray layer(MlxScope s, int l, MlxArray x, List<DeviceChunk> chunks, Attention plan,
+            List<MlxArray> outputs) {
         Layer w = layers[l];
         float eps = spec.rmsNormEps();
         int n = x.shape()[0];
@@ -240,11 +327,28 @@ final class MlxDecoder implements DeviceDecoder {
             q = s.rmsNorm(q, w.qNorm(), eps);
             k = s.rmsNorm(k, w.kNorm(), eps);
         }
+        MlxArray batched = null; // (B, qDim)
+        if (plan.batch() != null) {
+            batched = plan.rows() == null ? plan.batch().attend(s, l, q, k, v, ropePeriods, dtype)
+                    : plan.batch().attend(s, l, s.take(q, plan.rows(), 0), s.take(k, plan.rows(), 0),
+                            s.take(v, plan.rows(), 0), ropePeriods, dtype);
+            outputs.addAll(List.of(plan.batch().arrays(l)));
+            if (plan.rows() == null) {
+                return mlp(s, w, x, batched);
+            }
+        }
         List<MlxArray> parts = new ArrayList<>(chunks.size());
         int row = 0;
-        for (DeviceChunk ch : chunks) {
-            MlxSequenceKv cache = (MlxSequenceKv) ch.kv();
+        for (int i = 0; i < chunks.size(); i++) {
+            DeviceChunk ch = chunks.get(i);
             int c = ch.count();
+            if (plan.inBatch()[i] >= 0) {
+                int j = plan.inBatch()[i];
+                parts.add(s.slice(batched, new int[] {j, 0}, new int[] {j + 1, spec.qDim()}));
+                row += c;
+                continue;
+            }
+            MlxSequenceKv cache = (MlxSequenceKv) ch.kv();
             int pos = cache.length();
             MlxArray qc = s.rope(heads(s, rows(s, q, row, c)), headDim, false, 1f, pos, ropePeriods);
             MlxArray kc = s.rope(heads(s, rows(s, k, row, c)), headDim, false, 1f, pos, ropePeriods);
@@ -255,8 +359,13 @@ final class MlxDecoder implements DeviceDecoder {
             row += c;
         }
         MlxArray att = parts.size() == 1 ? parts.get(0) : s.concatenate(0, parts.toArray(MlxArray[]::new));
+        return mlp(s, w, x, att);
+    }
+
+    /** The rest of a layer after attention: output projection, residual, SwiGLU MLP, residual. */
+    private MlxArray mlp(MlxScope s, Layer w, MlxArray x, MlxArray att) {
         x = s.add(x, w.wo().apply(s, att));
-        h = norm(s, x, w.mlpNorm());
+        MlxArray h = norm(s, x, w.mlpNorm());
         MlxArray gate = w.wGate().apply(s, h);
         MlxArray up = w.wUp().apply(s, h);
         MlxArray act = s.multiply(s.multiply(gate, s.sigmoid(gate)), up); // SwiGLU: silu(gate) · up

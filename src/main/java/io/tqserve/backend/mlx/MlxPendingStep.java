@@ -9,7 +9,11 @@ import io.tqserve.backend.mlx.ffm.MlxArray;
 import io.tqserve.backend.mlx.ffm.MlxDtype;
 import io.tqserve.backend.mlx.ffm.MlxScope;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Set;
+import java.util.function.IntFunction;
 
 /**
  * A step whose graph is queued ({@code mlx_async_eval}): the logits rows Java needs, the sampled tokens, the
@@ -17,8 +21,15 @@ import java.util.List;
  * evaluation. Its scope stays open until {@link #read} or {@link #close}, on the thread that submitted it.
  */
 final class MlxPendingStep implements PendingStep {
-    /** A sampled token of this step, (1,) int32, as a later step's input. */
-    record Token(MlxArray array) implements DeviceToken {
+    /**
+     * A sampled token of this step, as a later step's input: element {@code index} of {@code array}, the (n) int32
+     * tokens of one sampling call (all the plain-greedy chunks of the step, or one chunk's own sampler).
+     */
+    record Token(MlxArray array, int index) implements DeviceToken {
+        /** The token as a (1) int32 array. */
+        MlxArray row(MlxScope s) {
+            return array.shape()[0] == 1 ? array : s.slice(array, new int[] {index}, new int[] {index + 1});
+        }
     }
 
     private final MlxBackend backend;
@@ -51,20 +62,21 @@ final class MlxPendingStep implements PendingStep {
      * one evaluation, commits the samplers' staged state ({@link #commitSamplers}) and frees the scope's other
      * arrays ({@link #keepOnly}). Called with the device held.
      *
-     * @param inputs  each chunk's input ids
+     * @param input   a chunk's input ids (made on demand: only samplers with penalties read them)
      * @param head    (logit rows, vocab) in the compute dtype
      * @param outputs the layers' K/V arrays, to evaluate with the rest
      */
     static MlxPendingStep queue(MlxBackend backend, MlxScope s, DecoderSpec spec, List<DeviceChunk> chunks,
-            MlxArray[] inputs, MlxArray head, List<MlxArray> outputs) {
+            IntFunction<MlxArray> input, MlxArray head, List<MlxArray> outputs) {
         int vocab = spec.vocabSize();
         MlxArray all = s.astype(head, MlxDtype.FLOAT32);
         Token[] tokens = new Token[chunks.size()];
         MlxArray[][] logprobs = new MlxArray[chunks.size()][];
-        MlxArray sampled = sampleOnDevice(s, chunks, all, inputs, tokens, logprobs, outputs);
+        MlxArray sampled = sampleOnDevice(s, chunks, all, input, tokens, logprobs, outputs);
         int[] javaRows = javaRows(chunks);
         MlxArray javaLogits = javaLogits(s, all, javaRows, outputs);
-        s.asyncEval(outputs.toArray(MlxArray[]::new));
+        Set<MlxArray> distinct = Collections.newSetFromMap(new IdentityHashMap<>()); // a pool's arrays come per chunk
+        s.asyncEval(outputs.stream().filter(distinct::add).toArray(MlxArray[]::new));
         commitSamplers(chunks);
         keepOnly(s, javaLogits, sampled, tokens, logprobs);
         return new MlxPendingStep(backend, s, chunks, vocab, javaLogits, javaRows.length, sampled, tokens, logprobs);
@@ -72,21 +84,24 @@ final class MlxPendingStep implements PendingStep {
 
     /**
      * Adds each sampled chunk's sampling to the graph: fills {@code tokens} and {@code logprobs} per chunk and adds
-     * the logprobs and the samplers' staged state to {@code outputs}. Returns the sampled ids of all of them as one
-     * (sampled chunks) int32 array, also an output, or null when no chunk samples on the device.
+     * the logprobs and the samplers' staged state to {@code outputs}. The chunks whose sampler is plain greedy
+     * ({@link MlxSampler#plainGreedy}) are sampled together, one argmax over their rows, so a greedy decode step
+     * has one sampling call whatever its batch; the others each by their own sampler. Returns the sampled ids of
+     * all sampled chunks in chunk order as one int32 array, also an output, or null when none samples on the device.
      */
-    private static MlxArray sampleOnDevice(MlxScope s, List<DeviceChunk> chunks, MlxArray all, MlxArray[] inputs,
-            Token[] tokens, MlxArray[][] logprobs, List<MlxArray> outputs) {
+    private static MlxArray sampleOnDevice(MlxScope s, List<DeviceChunk> chunks, MlxArray all,
+            IntFunction<MlxArray> input, Token[] tokens, MlxArray[][] logprobs, List<MlxArray> outputs) {
         int vocab = all.shape()[1];
-        List<MlxArray> sampledTokens = new ArrayList<>();
+        MlxArray greedy = greedyTokens(s, chunks, all, tokens);
+        boolean onlyGreedy = true;
         int out = 0;
         for (int i = 0; i < chunks.size(); i++) {
             DeviceChunk ch = chunks.get(i);
-            if (ch.sampler() instanceof MlxSampler ms) {
+            if (ch.sampler() instanceof MlxSampler ms && tokens[i] == null) {
+                onlyGreedy = false;
                 MlxArray row = s.slice(all, new int[] {out, 0}, new int[] {out + 1, vocab});
-                MlxArray token = ms.sample(s, row, inputs[i]);
-                tokens[i] = new Token(token);
-                sampledTokens.add(token);
+                MlxArray token = ms.sample(s, row, input.apply(i));
+                tokens[i] = new Token(token, 0);
                 if (ms.topLogprobs() >= 0) {
                     logprobs[i] = ms.logprobs(s, row, token);
                     for (MlxArray a : logprobs[i]) {
@@ -99,13 +114,55 @@ final class MlxPendingStep implements PendingStep {
             }
             out += ch.logitRows();
         }
-        if (sampledTokens.isEmpty()) {
+        if (onlyGreedy && greedy == null) {
             return null;
         }
-        MlxArray sampled = s.contiguous(sampledTokens.size() == 1 ? sampledTokens.get(0)
-                : s.concatenate(0, sampledTokens.toArray(MlxArray[]::new)));
+        MlxArray sampled;
+        if (onlyGreedy) {
+            sampled = s.contiguous(greedy);
+        } else {
+            List<MlxArray> sampledTokens = new ArrayList<>();
+            for (Token t : tokens) {
+                if (t != null) {
+                    sampledTokens.add(t.row(s));
+                }
+            }
+            sampled = s.contiguous(sampledTokens.size() == 1 ? sampledTokens.get(0)
+                    : s.concatenate(0, sampledTokens.toArray(MlxArray[]::new)));
+        }
         outputs.add(sampled);
         return sampled;
+    }
+
+    /**
+     * One argmax over the logits rows of the chunks with a plain-greedy sampler, as a (G) int32 array (null when
+     * there are none); sets their tokens to its elements.
+     */
+    private static MlxArray greedyTokens(MlxScope s, List<DeviceChunk> chunks, MlxArray all, Token[] tokens) {
+        List<Integer> chunkIds = new ArrayList<>();
+        List<Integer> rows = new ArrayList<>();
+        int out = 0;
+        for (int i = 0; i < chunks.size(); i++) {
+            DeviceChunk ch = chunks.get(i);
+            if (ch.sampler() instanceof MlxSampler ms && ms.plainGreedy()) {
+                chunkIds.add(i);
+                rows.add(out);
+            }
+            out += ch.logitRows();
+        }
+        if (chunkIds.isEmpty()) {
+            return null;
+        }
+        MlxArray logits = all;
+        if (rows.size() != out) {
+            int[] r = rows.stream().mapToInt(Integer::intValue).toArray();
+            logits = s.take(all, s.fromInts(r, 0, r.length, r.length), 0);
+        }
+        MlxArray greedy = s.astype(s.argmax(logits, 1, false), MlxDtype.INT32);
+        for (int j = 0; j < chunkIds.size(); j++) {
+            tokens[chunkIds.get(j)] = new Token(greedy, j);
+        }
+        return greedy;
     }
 
     /** The logits rows (of all chunks' rows) of the chunks Java samples. */

@@ -83,6 +83,17 @@ final class MlxSampler implements DeviceSampler {
         return backend;
     }
 
+    /**
+     * Whether this sampler is plain argmax (temperature 0, no penalties, no logit bias, no logprobs) and has no
+     * state: the step samples such chunks together ({@code MlxPendingStep}).
+     */
+    boolean plainGreedy() {
+        if (closed) {
+            throw new IllegalStateException("sampler is closed");
+        }
+        return spec.greedy() && !spec.penalties() && bias == null && spec.topLogprobs() < 0;
+    }
+
     int topLogprobs() {
         return spec.topLogprobs();
     }

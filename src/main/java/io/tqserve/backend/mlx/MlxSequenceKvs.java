@@ -22,9 +22,12 @@ final class MlxSequenceKvs {
         int kvDim = numKvHeads * headDim;
         MlxBackend backend = cache.backend();
         backend.device().run(s -> {
-            MlxArray qa = s.transpose(s.fromFloatsAt(q, rowOffset * qDim, rows * qDim, 1, rows, numHeads, headDim), 0, 2, 1, 3);
-            MlxArray ka = s.transpose(s.fromFloatsAt(k, rowOffset * kvDim, rows * kvDim, 1, rows, numKvHeads, headDim), 0, 2, 1, 3);
-            MlxArray va = s.transpose(s.fromFloatsAt(v, rowOffset * kvDim, rows * kvDim, 1, rows, numKvHeads, headDim), 0, 2, 1, 3);
+            MlxArray qa = s.transpose(s.fromFloatsAt(q, rowOffset * qDim, rows * qDim, 1, rows, numHeads, headDim), 0,
+                    2, 1, 3);
+            MlxArray ka = s.transpose(s.fromFloatsAt(k, rowOffset * kvDim, rows * kvDim, 1, rows, numKvHeads, headDim),
+                    0, 2, 1, 3);
+            MlxArray va = s.transpose(s.fromFloatsAt(v, rowOffset * kvDim, rows * kvDim, 1, rows, numKvHeads, headDim),
+                    0, 2, 1, 3);
             MlxArray o = s.transpose(cache.attention(s, layer, qa, ka, va, rows, MlxDtype.FLOAT32), 0, 2, 1, 3);
             MlxArray[] all = allArrays.get(); // after the attention: it may have grown the cache
             MlxArray[] outs = Arrays.copyOf(all, all.length + 1);

@@ -69,7 +69,8 @@ final class MlxTurboAttention {
         }
         if (nQ > 0) {
             int groups = spec.groups();
-            MlxArray qg = s.transpose(s.reshape(qf, kvHeads, m, groups, DeviceTurboSpec.GROUP), 0, 2, 1, 3); // (H, G, m, 32)
+            MlxArray qg = s.transpose(s.reshape(qf, kvHeads, m, groups, DeviceTurboSpec.GROUP), 0, 2, 1,
+                    3); // (H, G, m, 32)
             MlxArray qSum = s.sum(qg, 3, true); // (H, G, m, 1)
             for (int b = 0; b < nQ; b += BLOCK) {
                 int e = Math.min(nQ, b + BLOCK);

@@ -44,7 +44,8 @@ final class MlxTurboBits {
         MlxArray byteShift = s.multiply(s.arange(0, bits, MlxDtype.UINT64), s.astype(s.scalar(8), MlxDtype.UINT64));
         MlxArray word = s.sum(s.leftShift(bytes, byteShift), 2, true); // (n, words, 1); disjoint bits: sum = or
         MlxArray codeShift = s.multiply(s.arange(0, 8, MlxDtype.UINT64), s.astype(s.scalar(bits), MlxDtype.UINT64));
-        MlxArray codes = s.bitwiseAnd(s.rightShift(word, codeShift), s.astype(s.scalar((1 << bits) - 1), MlxDtype.UINT64));
+        MlxArray codes = s.bitwiseAnd(s.rightShift(word, codeShift), s.astype(s.scalar((1 << bits) - 1),
+                MlxDtype.UINT64));
         return s.astype(s.reshape(codes, n, d), MlxDtype.INT32);
     }
 }

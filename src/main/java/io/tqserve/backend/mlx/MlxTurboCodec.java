@@ -112,7 +112,8 @@ public final class MlxTurboCodec {
         MlxArray q = s.astype(s.divide(xh, scale), MlxDtype.FLOAT32); // fp16 quotient
         MlxArray t = s.subtract(q, s.astype(zero, MlxDtype.FLOAT32)); // difference in float32
         // the deviation, per group, where the canonical scale is 0 or not finite or the zero is not finite
-        MlxArray canonical = s.logicalAnd(s.greater(scale, f16(s, 0f)), s.logicalAnd(finite(s, scale), finite(s, zero)));
+        MlxArray canonical = s.logicalAnd(s.greater(scale, f16(s, 0f)), s.logicalAnd(finite(s, scale), finite(s,
+                zero)));
         MlxArray mnh = saturated(s, mn);
         MlxArray mxh = saturated(s, mx);
         MlxArray constant = s.equal(mnh, mxh);
@@ -166,7 +167,8 @@ public final class MlxTurboCodec {
     public Values encodeValues(MlxScope s, MlxArray x) {
         int n = x.shape()[0];
         MlxArray sig = s.fromFloats(signs, headDim);
-        MlxArray xc = s.minimum(s.maximum(s.astype(x, MlxDtype.FLOAT32), s.scalar(-INPUT_BOUND)), s.scalar(INPUT_BOUND));
+        MlxArray xc = s.minimum(s.maximum(s.astype(x, MlxDtype.FLOAT32), s.scalar(-INPUT_BOUND)),
+                s.scalar(INPUT_BOUND));
         MlxArray rotated = s.hadamard(s.multiply(xc, sig)); // float32 FWHT, 1/√d; no inf − inf in the butterflies
         MlxArray yh = groups(s, s.astype(saturated(s, rotated), MlxDtype.FLOAT16)); // fp16, saturating
         MlxArray y32 = s.astype(yh, MlxDtype.FLOAT32);
@@ -195,7 +197,8 @@ public final class MlxTurboCodec {
         int n = indices.shape()[0];
         MlxArray u = s.astype(s.bitwiseAnd(s.astype(indices, MlxDtype.INT32), s.scalar(0xFF)), MlxDtype.UINT32);
         MlxArray bitIdx = s.arange(0, bits, MlxDtype.UINT32);
-        MlxArray bitsOf = s.bitwiseAnd(s.rightShift(s.expandDims(u, 2), bitIdx), s.astype(s.scalar(1), MlxDtype.UINT32));
+        MlxArray bitsOf = s.bitwiseAnd(s.rightShift(s.expandDims(u, 2), bitIdx), s.astype(s.scalar(1),
+                MlxDtype.UINT32));
         MlxArray stream = s.reshape(bitsOf, n, headDim * bits / 8, 8); // (n, bytes, 8) bits, LSB first
         MlxArray weighted = s.leftShift(stream, s.arange(0, 8, MlxDtype.UINT32));
         return s.astype(s.sum(weighted, 2, false), MlxDtype.UINT8);

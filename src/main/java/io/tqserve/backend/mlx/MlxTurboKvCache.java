@@ -75,7 +75,8 @@ final class MlxTurboKvCache extends AbstractSequenceKv implements MlxSequenceKv 
     @Override
     public long bytesAllocated() {
         long quantized = (long) capacity * spec.layers() * spec.numKvHeads() * spec.entryBytes();
-        long prefix = prefixAllocated ? (long) prefixTokens * spec.layers() * 2 * spec.numKvHeads() * spec.headDim() * 2 : 0;
+        long prefix = prefixAllocated
+                ? (long) prefixTokens * spec.layers() * 2 * spec.numKvHeads() * spec.headDim() * 2 : 0;
         return quantized + prefix;
     }
 
@@ -149,8 +150,10 @@ final class MlxTurboKvCache extends AbstractSequenceKv implements MlxSequenceKv 
             ensurePrefix(s);
             int[] start = {0, 0, length, 0};
             int[] stop = {1, kvHeads, length + p, d};
-            prefixK[layer].set(s.sliceUpdate(prefixK[layer], s.astype(tokens(s, k, 0, p), MlxDtype.BFLOAT16), start, stop));
-            prefixV[layer].set(s.sliceUpdate(prefixV[layer], s.astype(tokens(s, v, 0, p), MlxDtype.BFLOAT16), start, stop));
+            prefixK[layer].set(s.sliceUpdate(prefixK[layer], s.astype(tokens(s, k, 0, p), MlxDtype.BFLOAT16), start,
+                    stop));
+            prefixV[layer].set(s.sliceUpdate(prefixV[layer], s.astype(tokens(s, v, 0, p), MlxDtype.BFLOAT16), start,
+                    stop));
         }
         int n = rows - p;
         if (n == 0) {
@@ -268,8 +271,10 @@ final class MlxTurboKvCache extends AbstractSequenceKv implements MlxSequenceKv 
         if (np > 0) { // encoded from the bf16 values, as the Java prefix exports
             int[] start = {0, 0, from, 0};
             int[] stop = {1, kvHeads, from + np, spec.headDim()};
-            MlxArray kp = s.reshape(s.transpose(s.slice(prefixK[layer], start, stop), 0, 2, 1, 3), np * kvHeads, spec.headDim());
-            MlxArray vp = s.reshape(s.transpose(s.slice(prefixV[layer], start, stop), 0, 2, 1, 3), np * kvHeads, spec.headDim());
+            MlxArray kp = s.reshape(s.transpose(s.slice(prefixK[layer], start, stop), 0, 2, 1, 3), np * kvHeads,
+                    spec.headDim());
+            MlxArray vp = s.reshape(s.transpose(s.slice(prefixV[layer], start, stop), 0, 2, 1, 3), np * kvHeads,
+                    spec.headDim());
             prefixEnc = encode(s, kp, vp);
         }
         MlxArray[] out = new MlxArray[sections.length];
@@ -277,7 +282,8 @@ final class MlxTurboKvCache extends AbstractSequenceKv implements MlxSequenceKv 
         for (int i = 0; i < sections.length; i++) {
             MlxArray q = null;
             if (nq > 0) {
-                MlxArray sl = s.slice(sections[i][layer], new int[] {0, 0, ti, 0}, new int[] {1, kvHeads, ti + nq, widths[i]});
+                MlxArray sl = s.slice(sections[i][layer], new int[] {0, 0, ti, 0}, new int[] {1, kvHeads, ti + nq,
+                        widths[i]});
                 q = s.reshape(s.transpose(sl, 0, 2, 1, 3), nq * kvHeads, widths[i]);
             }
             out[i] = prefixEnc == null ? q : q == null ? prefixEnc[i] : s.concatenate(0, prefixEnc[i], q);
@@ -309,14 +315,17 @@ final class MlxTurboKvCache extends AbstractSequenceKv implements MlxSequenceKv 
                         MlxTurboBits.unpack(s, head[3], spec.vBits(), false), head[4]));
                 int[] start = {0, 0, length, 0};
                 int[] stop = {1, kvHeads, length + np, spec.headDim()};
-                prefixK[layer].set(s.sliceUpdate(prefixK[layer], toHeads(s, s.astype(kd, MlxDtype.BFLOAT16), np), start, stop));
-                prefixV[layer].set(s.sliceUpdate(prefixV[layer], toHeads(s, s.astype(vd, MlxDtype.BFLOAT16), np), start, stop));
+                prefixK[layer].set(s.sliceUpdate(prefixK[layer], toHeads(s, s.astype(kd, MlxDtype.BFLOAT16), np), start,
+                        stop));
+                prefixV[layer].set(s.sliceUpdate(prefixV[layer], toHeads(s, s.astype(vd, MlxDtype.BFLOAT16), np), start,
+                        stop));
             }
             if (nq > 0) {
                 int ti = length + np - prefixTokens;
                 ensureCapacity(s, ti + nq);
                 for (int i = 0; i < sec.length; i++) {
-                    MlxArray tail = s.slice(sec[i], new int[] {np * kvHeads, 0}, new int[] {count * kvHeads, widths[i]});
+                    MlxArray tail = s.slice(sec[i], new int[] {np * kvHeads, 0}, new int[] {count * kvHeads,
+                            widths[i]});
                     write(s, i, layer, toHeads(s, tail, nq), ti);
                 }
             }

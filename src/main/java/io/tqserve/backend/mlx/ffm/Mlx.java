@@ -31,6 +31,7 @@ public final class Mlx {
     private final AtomicLong liveArrays = new AtomicLong();
     private final AtomicLong evaluations = new AtomicLong();
     private final AtomicLong bytesToJava = new AtomicLong();
+    private final AtomicLong opsIssued = new AtomicLong();
 
     private Mlx(MlxLibrary lib) {
         this.lib = lib;
@@ -217,6 +218,18 @@ public final class Mlx {
         return bytesToJava.get();
     }
 
+    /**
+     * MLX operations issued so far: each call of an op wrapper ({@link MlxOps}) and each array made from Java data,
+     * i.e. the nodes added to MLX graphs.
+     */
+    public long opsIssued() {
+        return opsIssued.get();
+    }
+
+    void opIssued() {
+        opsIssued.incrementAndGet();
+    }
+
     void evaluated() {
         evaluations.incrementAndGet();
     }
@@ -225,7 +238,10 @@ public final class Mlx {
         bytesToJava.addAndGet(bytes);
     }
 
-    /** MLX-C array handles created through this runtime and not yet freed (each {@code _new} minus each {@code _free}). */
+    /**
+     * MLX-C array handles created through this runtime and not yet freed (each {@code _new} minus each
+     * {@code _free}).
+     */
     public long liveArrays() {
         return liveArrays.get();
     }

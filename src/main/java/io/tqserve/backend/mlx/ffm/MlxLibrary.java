@@ -37,13 +37,15 @@ public final class MlxLibrary {
     static final StructLayout STRING = HANDLE.withName("mlx_string");
     /** {@code typedef struct { float value; bool has_value; } mlx_optional_float}. */
     static final StructLayout OPTIONAL_FLOAT = MemoryLayout.structLayout(ValueLayout.JAVA_FLOAT.withName("value"),
-            ValueLayout.JAVA_BOOLEAN.withName("has_value"), MemoryLayout.paddingLayout(3)).withName("mlx_optional_float");
+            ValueLayout.JAVA_BOOLEAN.withName("has_value"), MemoryLayout.paddingLayout(3))
+            .withName("mlx_optional_float");
     /** {@code typedef struct { int value; bool has_value; } mlx_optional_int}. */
     static final StructLayout OPTIONAL_INT = MemoryLayout.structLayout(ValueLayout.JAVA_INT.withName("value"),
             ValueLayout.JAVA_BOOLEAN.withName("has_value"), MemoryLayout.paddingLayout(3)).withName("mlx_optional_int");
     /** {@code typedef struct { mlx_dtype value; bool has_value; } mlx_optional_dtype} (mlx_dtype is a C enum). */
     static final StructLayout OPTIONAL_DTYPE = MemoryLayout.structLayout(ValueLayout.JAVA_INT.withName("value"),
-            ValueLayout.JAVA_BOOLEAN.withName("has_value"), MemoryLayout.paddingLayout(3)).withName("mlx_optional_dtype");
+            ValueLayout.JAVA_BOOLEAN.withName("has_value"), MemoryLayout.paddingLayout(3))
+            .withName("mlx_optional_dtype");
     static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT;
     static final ValueLayout.OfLong SIZE_T = ValueLayout.JAVA_LONG;
     static final ValueLayout PTR = ValueLayout.ADDRESS;

@@ -138,7 +138,8 @@ final class MlxNative {
     final MethodHandle mapStringFree;
     // mlx_map_string_to_array_iterator mlx_map_string_to_array_iterator_new(mlx_map_string_to_array map)
     final MethodHandle mapIteratorNew;
-    // int mlx_map_string_to_array_iterator_next(const char** key, mlx_array* value, mlx_map_string_to_array_iterator it)
+    // int mlx_map_string_to_array_iterator_next(const char** key, mlx_array* value,
+    //     mlx_map_string_to_array_iterator it)
     final MethodHandle mapIteratorNext;
     // int mlx_map_string_to_array_iterator_free(mlx_map_string_to_array_iterator it)
     final MethodHandle mapIteratorFree;

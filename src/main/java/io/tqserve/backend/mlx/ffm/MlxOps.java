@@ -45,6 +45,7 @@ public abstract sealed class MlxOps permits MlxScope {
     /** Runs one MLX-C op writing into a new result array; checks the status. */
     final MlxArray op(String name, Call call) {
         MlxArray r = newArray();
+        mlx.opIssued();
         int status;
         try {
             status = call.call(r.struct());
@@ -91,7 +92,8 @@ public abstract sealed class MlxOps permits MlxScope {
         MemorySegment st = ints(ones(start.length));
         long n = start.length;
         return op("mlx_slice_update",
-                r -> (int) ops.sliceUpdate.invokeExact(r, src.struct(), update.struct(), s0, n, s1, n, st, n, stream()));
+                r -> (int) ops.sliceUpdate.invokeExact(r, src.struct(), update.struct(), s0, n, s1, n, st, n,
+                        stream()));
     }
 
     private static int[] ones(int n) {
@@ -107,7 +109,8 @@ public abstract sealed class MlxOps permits MlxScope {
     }
 
     public MlxArray take(MlxArray a, MlxArray indices, int axis) {
-        return op("mlx_take_axis", r -> (int) ops.takeAxis.invokeExact(r, a.struct(), indices.struct(), axis, stream()));
+        return op("mlx_take_axis", r -> (int) ops.takeAxis.invokeExact(r, a.struct(), indices.struct(), axis,
+                stream()));
     }
 
     public MlxArray add(MlxArray a, MlxArray b) {
@@ -171,7 +174,8 @@ public abstract sealed class MlxOps permits MlxScope {
     }
 
     public MlxArray logsumexp(MlxArray a, int axis, boolean keepdims) {
-        return op("mlx_logsumexp_axis", r -> (int) ops.logsumexpAxis.invokeExact(r, a.struct(), axis, keepdims, stream()));
+        return op("mlx_logsumexp_axis", r -> (int) ops.logsumexpAxis.invokeExact(r, a.struct(), axis, keepdims,
+                stream()));
     }
 
     /** A PRNG key from a seed (MLX's threefry key, a (2,) uint32 array). */
@@ -265,7 +269,8 @@ public abstract sealed class MlxOps permits MlxScope {
 
     /** condition ? x : y, elementwise with broadcasting. */
     public MlxArray where(MlxArray condition, MlxArray x, MlxArray y) {
-        return op("mlx_where", r -> (int) ops.where.invokeExact(r, condition.struct(), x.struct(), y.struct(), stream()));
+        return op("mlx_where", r -> (int) ops.where.invokeExact(r, condition.struct(), x.struct(), y.struct(),
+                stream()));
     }
 
     /** Round half to even ({@code mlx_round} with 0 decimals). */
@@ -296,7 +301,8 @@ public abstract sealed class MlxOps permits MlxScope {
     /** Walsh–Hadamard transform over the last axis with MLX's default scale 1/√n. */
     public MlxArray hadamard(MlxArray a) {
         MemorySegment scale = optionalFloat(Float.NaN);
-        return op("mlx_hadamard_transform", r -> (int) ops.hadamardTransform.invokeExact(r, a.struct(), scale, stream()));
+        return op("mlx_hadamard_transform", r -> (int) ops.hadamardTransform.invokeExact(r, a.struct(), scale,
+                stream()));
     }
 
     public MlxArray expandDims(MlxArray a, int axis) {
@@ -304,7 +310,8 @@ public abstract sealed class MlxOps permits MlxScope {
     }
 
     public MlxArray arange(int start, int stop, MlxDtype dtype) {
-        return op("mlx_arange", r -> (int) ops.arange.invokeExact(r, (double) start, (double) stop, 1.0, dtype.c(), stream()));
+        return op("mlx_arange", r -> (int) ops.arange.invokeExact(r, (double) start, (double) stop, 1.0, dtype.c(),
+                stream()));
     }
 
     public MlxArray zeros(MlxDtype dtype, int... shape) {
@@ -319,7 +326,8 @@ public abstract sealed class MlxOps permits MlxScope {
 
     /** RMSNorm over the last axis: x / sqrt(mean(x²) + eps) · weight. */
     public MlxArray rmsNorm(MlxArray x, MlxArray weight, float eps) {
-        return op("mlx_fast_rms_norm", r -> (int) ops.rmsNorm.invokeExact(r, x.struct(), weight.struct(), eps, stream()));
+        return op("mlx_fast_rms_norm", r -> (int) ops.rmsNorm.invokeExact(r, x.struct(), weight.struct(), eps,
+                stream()));
     }
 
     /**
@@ -330,8 +338,38 @@ public abstract sealed class MlxOps permits MlxScope {
      */
     public MlxArray rope(MlxArray x, int dims, boolean traditional, float scale, int offset, MlxArray freqs) {
         MemorySegment base = optionalFloat(Float.NaN);
-        return op("mlx_fast_rope", r -> (int) ops.rope.invokeExact(r, x.struct(), dims, traditional, base, scale, offset,
+        return op("mlx_fast_rope", r -> (int) ops.rope.invokeExact(r, x.struct(), dims, traditional, base, scale,
+                offset,
                 freqs.struct(), stream()));
+    }
+
+    /**
+     * As {@link #rope}, with each batch row at its own position: {@code offsets} is a (B) int32 array, row b of x
+     * (B, heads, T, headDim) starts at offsets[b] ({@code mlx_fast_rope_dynamic}).
+     */
+    public MlxArray rope(MlxArray x, int dims, boolean traditional, float scale, MlxArray offsets, MlxArray freqs) {
+        MemorySegment base = optionalFloat(Float.NaN);
+        return op("mlx_fast_rope_dynamic", r -> (int) ops.ropeDynamic.invokeExact(r, x.struct(), dims, traditional,
+                base, scale, offsets.struct(), freqs.struct(), stream()));
+    }
+
+    /** a with a[indices[i], ...] = updates[i, 0, ...] along {@code axis} ({@code mlx_scatter_single}). */
+    public MlxArray scatter(MlxArray a, MlxArray indices, MlxArray updates, int axis) {
+        return op("mlx_scatter_single",
+                r -> (int) ops.scatterSingle.invokeExact(r, a.struct(), indices.struct(), updates.struct(), axis,
+                        stream()));
+    }
+
+    /**
+     * softmax(q·kᵀ·scale + mask)·v with q (B, numHeads, T, headDim), k and v (B, numKvHeads, S, headDim) and a
+     * boolean mask broadcast to (B, numHeads, T, S) (true: the key is seen), as one
+     * {@code mlx_fast_scaled_dot_product_attention}.
+     */
+    public MlxArray attention(MlxArray q, MlxArray k, MlxArray v, float scale, MlxArray mask) {
+        MemorySegment mode = cString("");
+        MlxArray noSinks = newArray();
+        return op("mlx_fast_scaled_dot_product_attention", r -> (int) ops.sdpa.invokeExact(r, q.struct(), k.struct(),
+                v.struct(), scale, mode, mask.struct(), noSinks.struct(), stream()));
     }
 
     /**

@@ -59,7 +59,8 @@ final class MlxOpsNative {
     // int mlx_random_categorical(mlx_array* res, const mlx_array logits, int axis, const mlx_array key,
     //                            const mlx_stream s)
     final MethodHandle randomCategorical;
-    // int mlx_where(mlx_array* res, const mlx_array condition, const mlx_array x, const mlx_array y, const mlx_stream s)
+    // int mlx_where(mlx_array* res, const mlx_array condition, const mlx_array x, const mlx_array y,
+    //     const mlx_stream s)
     final MethodHandle where;
     // int mlx_round(mlx_array* res, const mlx_array a, int decimals, const mlx_stream s)
     final MethodHandle round;
@@ -103,6 +104,12 @@ final class MlxOpsNative {
     // int mlx_fast_rope(mlx_array* res, const mlx_array x, int dims, bool traditional, mlx_optional_float base,
     //                   float scale, int offset, const mlx_array freqs, const mlx_stream s)
     final MethodHandle rope;
+    // int mlx_fast_rope_dynamic(mlx_array* res, const mlx_array x, int dims, bool traditional,
+    //     mlx_optional_float base, float scale, const mlx_array offset, const mlx_array freqs, const mlx_stream s)
+    final MethodHandle ropeDynamic;
+    // int mlx_scatter_single(mlx_array* res, const mlx_array a, const mlx_array indices, const mlx_array updates,
+    //     int axis, const mlx_stream s)
+    final MethodHandle scatterSingle;
     // int mlx_fast_scaled_dot_product_attention(mlx_array* res, const mlx_array queries, const mlx_array keys,
     //     const mlx_array values, float scale, const char* mask_mode, const mlx_array mask_arr,
     //     const mlx_array sinks, const mlx_stream s)
@@ -169,6 +176,9 @@ final class MlxOpsNative {
         contiguous = lib.status("mlx_contiguous", PTR, ARRAY, BOOL, STREAM);
         rmsNorm = lib.status("mlx_fast_rms_norm", PTR, ARRAY, ARRAY, FLOAT, STREAM);
         rope = lib.status("mlx_fast_rope", PTR, ARRAY, INT, BOOL, OPTIONAL_FLOAT, FLOAT, INT, ARRAY, STREAM);
+        ropeDynamic = lib.status("mlx_fast_rope_dynamic", PTR, ARRAY, INT, BOOL, OPTIONAL_FLOAT, FLOAT, ARRAY, ARRAY,
+                STREAM);
+        scatterSingle = lib.status("mlx_scatter_single", PTR, ARRAY, ARRAY, ARRAY, INT, STREAM);
         sdpa = lib.status("mlx_fast_scaled_dot_product_attention", PTR, ARRAY, ARRAY, ARRAY, FLOAT, PTR, ARRAY, ARRAY,
                 STREAM);
         quantizedMatmul = lib.status("mlx_quantized_matmul", PTR, ARRAY, ARRAY, ARRAY, ARRAY, BOOL, OPTIONAL_INT,

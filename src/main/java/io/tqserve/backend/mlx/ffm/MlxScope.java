@@ -26,7 +26,8 @@ public final class MlxScope extends MlxOps implements AutoCloseable {
         super(mlx);
         try {
             stream = (MemorySegment) mlx.n.streamNew.invokeExact((SegmentAllocator) arena);
-            MlxErrors.check((int) mlx.n.getDefaultStream.invokeExact(stream, mlx.deviceHandle()), "mlx_get_default_stream");
+            MlxErrors.check((int) mlx.n.getDefaultStream.invokeExact(stream, mlx.deviceHandle()),
+                    "mlx_get_default_stream");
         } catch (Throwable t) {
             arena.close();
             throw MlxErrors.rethrow(t);
@@ -89,12 +90,14 @@ public final class MlxScope extends MlxOps implements AutoCloseable {
 
     /** A scalar float32 array. */
     public MlxArray scalar(float value) {
-        return adopt("mlx_array_new_float32", () -> (MemorySegment) mlx.n.arrayNewFloat32.invokeExact((SegmentAllocator) arena, value));
+        return adopt("mlx_array_new_float32",
+                () -> (MemorySegment) mlx.n.arrayNewFloat32.invokeExact((SegmentAllocator) arena, value));
     }
 
     /** A scalar int32 array. */
     public MlxArray scalar(int value) {
-        return adopt("mlx_array_new_int", () -> (MemorySegment) mlx.n.arrayNewInt.invokeExact((SegmentAllocator) arena, value));
+        return adopt("mlx_array_new_int", () -> (MemorySegment) mlx.n.arrayNewInt.invokeExact((SegmentAllocator) arena,
+                value));
     }
 
     /** Copies {@code data} (native memory, e.g. a mapped weight) into a new array of the given dtype and shape. */
@@ -108,7 +111,8 @@ public final class MlxScope extends MlxOps implements AutoCloseable {
                     + dtype + " elements");
         }
         MemorySegment s = ints(shape);
-        return adopt("mlx_array_new_data", () -> (MemorySegment) mlx.n.arrayNewData.invokeExact((SegmentAllocator) arena,
+        return adopt("mlx_array_new_data",
+                () -> (MemorySegment) mlx.n.arrayNewData.invokeExact((SegmentAllocator) arena,
                 data, s, shape.length, dtype.c()));
     }
 
@@ -149,6 +153,7 @@ public final class MlxScope extends MlxOps implements AutoCloseable {
             throw MlxErrors.rethrow(t);
         }
         MlxErrors.checkHandle(struct, name);
+        mlx.opIssued();
         MlxArray a = new MlxArray(mlx, struct);
         owned.add(a);
         return a;
@@ -169,7 +174,8 @@ public final class MlxScope extends MlxOps implements AutoCloseable {
         try {
             MemorySegment vec = (MemorySegment) mlx.n.vectorArrayNew.invokeExact((SegmentAllocator) arena);
             try {
-                MlxErrors.check(quantizeInto(vec, w, groupSize, bits), "mlx_quantize"); // vec passed as mlx_vector_array*
+                // vec passed as mlx_vector_array*
+                MlxErrors.check(quantizeInto(vec, w, groupSize, bits), "mlx_quantize");
                 long n = (long) mlx.n.vectorArraySize.invokeExact(vec);
                 MlxArray[] out = new MlxArray[(int) n];
                 for (int i = 0; i < out.length; i++) {
@@ -355,7 +361,8 @@ public final class MlxScope extends MlxOps implements AutoCloseable {
                         out.put(key.get(ValueLayout.ADDRESS, 0).reinterpret(1 << 16).getString(0), value);
                     }
                 } finally {
-                    MlxErrors.check((int) mlx.n.mapIteratorFree.invokeExact(it), "mlx_map_string_to_array_iterator_free");
+                    MlxErrors.check((int) mlx.n.mapIteratorFree.invokeExact(it),
+                            "mlx_map_string_to_array_iterator_free");
                 }
             } finally {
                 MlxErrors.check((int) mlx.n.mapArrayFree.invokeExact(tensors), "mlx_map_string_to_array_free");
