@@ -13,8 +13,9 @@ import java.util.ArrayDeque;
  * sequence with one scatter and reads every sequence's keys with one gather (a (B·S) slot table), so the step's
  * graph has the same ops for 1 or 8 sequences (vLLM's paged KV, with MLX ops instead of a paged-attention kernel).
  *
- * <p>The pool grows in the graph of the step that needs a page (a concatenation, amortised by growing by half of
- * its size), and its arrays are dropped when the last page is returned, so an idle backend holds no KV memory.
+ * <p>The pool grows in the graph of the step that needs a page (a concatenation, amortised by growing by a
+ * quarter of its size, at least 4 pages), and its arrays are dropped when the last page is returned, so an idle
+ * backend holds no KV memory.
  * All methods run with the device held ({@link MlxDevice}).
  */
 final class MlxKvPool {
@@ -50,7 +51,7 @@ final class MlxKvPool {
     /** A free page for a cache, growing the pool in {@code s}'s graph (not evaluated here) when none is free. */
     int takePage(MlxScope s) {
         if (free.isEmpty()) {
-            grow(s, Math.max(4, pages / 2));
+            grow(s, Math.max(4, pages / 4));
         }
         used++;
         return free.pop();
