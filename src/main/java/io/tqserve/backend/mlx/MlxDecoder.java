@@ -257,7 +257,8 @@ final class MlxDecoder implements DeviceDecoder {
 
     /**
      * How a step's attention runs: the decode rows of bf16 caches of one pool together ({@link MlxDecodeBatch}),
-     * every other chunk (a prefill, a TurboQuant cache) against its own cache.
+     * every other chunk (a prefill, a TurboQuant cache) against its own cache. A one-token chunk on an empty cache
+     * is a prefill: it attends over its own full-precision k, v, as the KV contract says.
      *
      * @param batch    the decode batch, or null
      * @param inBatch  per chunk, its row in the batch, or -1
@@ -273,7 +274,9 @@ final class MlxDecoder implements DeviceDecoder {
             int row = 0;
             for (int i = 0; i < chunks.size(); i++) {
                 DeviceChunk ch = chunks.get(i);
-                if (ch.kv() instanceof MlxKvCache c && ch.count() == 1 && (pool == null || c.pool() == pool)) {
+                // a decode row: one token after others (a fresh one-token prefill attends over its own k, v)
+                if (ch.kv() instanceof MlxKvCache c && ch.count() == 1 && c.length() > 0
+                        && (pool == null || c.pool() == pool)) {
                     pool = c.pool();
                     inBatch[i] = caches.size();
                     caches.add(c);
