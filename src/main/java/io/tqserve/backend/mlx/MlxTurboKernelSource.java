@@ -12,8 +12,8 @@ import java.util.List;
  *   <li>{@code tq_x}, {@code tq_y}, {@code tq_z}: the thread's position in the grid (Metal's
  *       {@code thread_position_in_grid}; CUDA's {@code blockIdx·blockDim + threadIdx});</li>
  *   <li>{@code TQ_GLOBAL}: the address space of the inputs ({@code device} in Metal, nothing in CUDA);</li>
- *   <li>{@code TQ_FMA}, {@code TQ_EXP}, {@code TQ_LOG}, {@code TQ_MAX}, {@code TQ_HALF} (fp16 to float), {@code TQ_BITS_FLOAT}
- *       (an int's bits as a float);</li>
+ *   <li>{@code TQ_FMA}, {@code TQ_EXP}, {@code TQ_LOG}, {@code TQ_MAX}, {@code TQ_HALF} (fp16 to float),
+ *       {@code TQ_BITS_FLOAT} (an int's bits as a float);</li>
  *   <li>{@code tq_warp_sum(v)}: the sum of v over the 32 threads of a SIMD group (Metal's {@code simd_sum}; a
  *       butterfly of {@code __shfl_xor_sync} in CUDA).</li>
  * </ul>
@@ -33,8 +33,8 @@ import java.util.List;
  * accumulators and adds p·c[code]·scale of its value dimensions in the rotated domain. The group writes its
  * block's (rotated sums, maximum, sum). {@link #REDUCE_BODY} ({@code tq_reduce}): one thread per (rotated
  * dimension, query row, KV head) merges the blocks: m = max m_b, l = Σ l_b·e^(m_b−m), out = Σ acc_b·e^(m_b−m) / l,
- * and writes m + log l, the log of the quantized tokens' softmax mass, for merging with the bf16 prefix. The inverse Hadamard transform and the sign flip stay one op
- * each per row ({@link MlxTurboAttention}).
+ * and writes m + log l, the log of the quantized tokens' softmax mass, for merging with the bf16 prefix. The
+ * inverse Hadamard transform and the sign flip stay one op each per row ({@link MlxTurboAttention}).
  */
 final class MlxTurboKernelSource {
     /** Inputs of {@code tq_decode}: q (H, m, D) float32, n (1) int32, the cache's five sections, the codebook. */

@@ -159,7 +159,8 @@ public final class MlxCustomKernel implements AutoCloseable {
             try {
                 for (Output o : outputs) {
                     MlxErrors.check((int) n.configAddOutput.invokeExact(cfg, a.allocateFrom(ValueLayout.JAVA_INT,
-                            o.shape()), (long) o.shape().length, o.dtype().c()), "mlx_fast_kernel_config_add_output_arg");
+                            o.shape()), (long) o.shape().length, o.dtype().c()),
+                            "mlx_fast_kernel_config_add_output_arg");
                 }
                 MlxErrors.check((int) n.configSetGrid.invokeExact(cfg, grid[0], grid[1], grid[2]),
                         "mlx_fast_kernel_config_set_grid");
