@@ -137,7 +137,7 @@ public final class ConfigCheck {
     }
 
     private static Inspection inspect(Map<String, Object> values, Map<String, Object> contextDefaults) {
-        List<Problem> problems = new ArrayList<>();
+        List<Problem> problems = new ArrayList<>(unknownOutsideTqserve(values));
         Bound bound = null;
         for (int round = 0; round < MAX_PROBLEMS && bound == null; round++) {
             Either result = bind(values, contextDefaults);
@@ -175,6 +175,90 @@ public final class ConfigCheck {
         }
         return new Inspection(byLine(problems), serving, memory, bound.properties(), bound.address(), bound.port(),
                 plan);
+    }
+
+    /**
+     * Keys outside {@code tqserve.} that no setting of the class path has (Spring Boot's configuration metadata):
+     * the server would ignore them silently (Spring Boot checks unknown keys only under a prefix that asks for it,
+     * as {@code tqserve.} does), so a misspelt {@code sever.port} or {@code server.adress} is reported here. A key
+     * is known when it names a property, an element of a list property, or an entry of a map property
+     * ({@code logging.level.<logger>}).
+     */
+    static List<Problem> unknownOutsideTqserve(Map<String, Object> values) {
+        Metadata metadata = Metadata.classpath();
+        List<Problem> out = new ArrayList<>();
+        for (String key : values.keySet()) {
+            ConfigurationPropertyName name = ConfigurationPropertyName.adapt(key, '.');
+            if (name.isEmpty() || name.getElement(0, ConfigurationPropertyName.Form.UNIFORM).equals("tqserve")
+                    || metadata.knows(name)) {
+                continue;
+            }
+            out.add(new Problem(name.toString(), line(values, key), "no setting has this name, so the server would "
+                    + "ignore it (a misspelt key? docs/configuration.md lists tqserve's settings and the Spring Boot "
+                    + "ones it sets)"));
+        }
+        return out;
+    }
+
+    /** The property names of the class path's Spring Boot configuration metadata, and which of them are maps. */
+    record Metadata(Set<ConfigurationPropertyName> properties, Set<ConfigurationPropertyName> maps) {
+        private static volatile Metadata classpath;
+
+        static Metadata classpath() {
+            Metadata m = classpath;
+            if (m == null) {
+                m = load(ConfigCheck.class.getClassLoader());
+                classpath = m;
+            }
+            return m;
+        }
+
+        static Metadata load(ClassLoader loader) {
+            Set<ConfigurationPropertyName> properties = new java.util.HashSet<>();
+            Set<ConfigurationPropertyName> maps = new java.util.HashSet<>();
+            for (String file : List.of("META-INF/spring-configuration-metadata.json",
+                    "META-INF/additional-spring-configuration-metadata.json")) {
+                try {
+                    for (java.net.URL url : java.util.Collections.list(loader.getResources(file))) {
+                        tools.jackson.databind.JsonNode root;
+                        try (java.io.InputStream in = url.openStream()) {
+                            root = tools.jackson.databind.json.JsonMapper.shared().readTree(in);
+                        }
+                        for (tools.jackson.databind.JsonNode p : root.path("properties")) {
+                            ConfigurationPropertyName n = ConfigurationPropertyName.adapt(p.path("name").asString(),
+                                    '.');
+                            properties.add(n);
+                            if (p.path("type").asString().startsWith("java.util.Map")) {
+                                maps.add(n);
+                            }
+                        }
+                    }
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException("cannot read " + file, e);
+                }
+            }
+            return new Metadata(Set.copyOf(properties), Set.copyOf(maps));
+        }
+
+        boolean knows(ConfigurationPropertyName name) {
+            for (ConfigurationPropertyName n = name; !n.isEmpty(); n = n.getParent()) {
+                if (n == name ? properties.contains(n) : maps.contains(n) || indexedTail(name, n)
+                        && properties.contains(n)) {
+                    return true;
+                }
+            }
+            return false;
+        }
+
+        /** Whether every element of {@code name} after {@code prefix} is a list index ({@code a.b[0]}). */
+        private static boolean indexedTail(ConfigurationPropertyName name, ConfigurationPropertyName prefix) {
+            for (int i = prefix.getNumberOfElements(); i < name.getNumberOfElements(); i++) {
+                if (!name.isNumericIndex(i)) {
+                    return false;
+                }
+            }
+            return true;
+        }
     }
 
     /** The settings as the server binds them, and where it listens. */

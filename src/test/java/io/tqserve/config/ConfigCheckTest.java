@@ -97,6 +97,36 @@ class ConfigCheckTest {
     }
 
     @Test
+    void aKeyNoSettingHasIsReportedOutsideTqserveTooWhileMapsAndListsOfSettingsPass() throws Exception {
+        Path f = write("spring.yml", """
+                server:
+                  prot: 9000
+                  address: 127.0.0.1
+                logging:
+                  level:
+                    io.tqserve: debug
+                management:
+                  endpoints:
+                    web:
+                      exposure:
+                        include: [health, prometheus]
+                sever:
+                  port: 9000
+                """);
+        List<ConfigCheck.Problem> problems = ConfigCheck.check(f);
+        assertEquals(List.of("server.prot@2", "sever.port@13"),
+                problems.stream().map(p -> p.key() + "@" + p.line()).toList(), problems.toString());
+        assertTrue(problems.get(0).message().startsWith("no setting has this name, so the server would ignore it"),
+                problems.get(0).message());
+    }
+
+    @Test
+    void thePackagedApplicationYmlUsesOnlyKnownSettings() throws Exception {
+        Path packaged = Path.of("src/main/resources/application.yml");
+        assertEquals(List.of(), ConfigCheck.check(packaged));
+    }
+
+    @Test
     void aFileThatIsNotYamlNamesTheLine() throws Exception {
         Path f = write("broken.yml", "tqserve:\n  kv:\n    scheme: [unclosed\n  lanes: {}\n");
         List<ConfigCheck.Problem> problems = ConfigCheck.check(f);
