@@ -73,6 +73,40 @@ class ProtocolErrorsTest extends ServingClient {
         assertThat(ToolsSdkTest.JSON.readTree(bearer.body()).get("input_tokens").asInt()).isPositive();
     }
 
+    static final String RESPONSE = "{\"model\":\"tiny-llama-h128\",\"max_output_tokens\":4,\"input\":\"hi\"}";
+
+    /** Asserts OpenAI's error shape: {@code {"error": {message, type, param, code}}}. */
+    static JsonNode openAi(HttpResponse<String> r, int status, String type, String code) {
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(status);
+        JsonNode e = ToolsSdkTest.JSON.readTree(r.body());
+        assertThat(e.size()).isEqualTo(1);
+        JsonNode error = e.get("error");
+        assertThat(error.get("type").asString()).isEqualTo(type);
+        assertThat(error.get("code").isNull() ? null : error.get("code").asString()).isEqualTo(code);
+        assertThat(error.has("param")).isTrue();
+        return error;
+    }
+
+    @Test
+    void responsesAnswerErrorsInOpenAisShape() throws Exception {
+        openAi(post("/v1/responses", RESPONSE), 401, "invalid_request_error", "invalid_api_key");
+        JsonNode model = openAi(post("/v1/responses", RESPONSE.replace("tiny-llama-h128", "gpt-x"), "Authorization",
+                "Bearer " + KEY), 404, "invalid_request_error", "model_not_found");
+        assertThat(model.get("message").asString()).contains("gpt-x");
+        JsonNode bad = openAi(post("/v1/responses", RESPONSE.replace("\"max_output_tokens\":4", "\"max_output_tokens\":-1"),
+                "Authorization", "Bearer " + KEY), 400, "invalid_request_error", null);
+        assertThat(bad.get("param").asString()).isEqualTo("max_output_tokens");
+        var ok = post("/v1/responses", RESPONSE, "Authorization", "Bearer " + KEY);
+        assertThat(ok.statusCode()).as(ok.body()).isEqualTo(200);
+        String id = ToolsSdkTest.JSON.readTree(ok.body()).get("id").asString();
+        // kept per key: another key (none here) or no key cannot read it
+        assertThat(client.send(HttpRequest.newBuilder(URI.create(baseUrl() + "/v1/responses/" + id))
+                .header("Authorization", "Bearer " + KEY).GET().build(), HttpResponse.BodyHandlers.ofString())
+                .statusCode()).isEqualTo(200);
+        assertThat(client.send(HttpRequest.newBuilder(URI.create(baseUrl() + "/v1/responses/" + id)).GET().build(),
+                HttpResponse.BodyHandlers.ofString()).statusCode()).isEqualTo(401);
+    }
+
     @Test
     void aFullQueueIsARateLimitErrorInEachShape() throws Exception {
         CountDownLatch running = new CountDownLatch(1);
@@ -105,6 +139,9 @@ class ProtocolErrorsTest extends ServingClient {
             var r = post("/v1/messages", MESSAGE, "x-api-key", KEY, "X-Tqserve-Lane", "turbo");
             anthropic(r, 429, "rate_limit_error", "retry later");
             assertThat(r.headers().firstValue("Retry-After")).hasValue("1");
+            var resp = post("/v1/responses", RESPONSE, "Authorization", "Bearer " + KEY, "X-Tqserve-Lane", "turbo");
+            openAi(resp, 429, "rate_limit_error", "queue_full");
+            assertThat(resp.headers().firstValue("Retry-After")).hasValue("1");
         } finally {
             release.countDown();
             if (queued != null) {
