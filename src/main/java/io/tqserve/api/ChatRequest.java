@@ -15,9 +15,10 @@ import java.util.Map;
  * @param namedTool         the function tool_choice names, or null
  * @param parallelToolCalls parallel_tool_calls (default true)
  * @param format            response_format
+ * @param thinkingBudget    thinking_token_budget: most tokens of reasoning before its end marker is forced, or null
  */
 record ChatRequest(Conversation conversation, List<ToolSpec> toolSpecs, String toolChoice,
-        String namedTool, boolean parallelToolCalls, ResponseFormat format) {
+        String namedTool, boolean parallelToolCalls, ResponseFormat format, Integer thinkingBudget) {
 
     /** Whether the template gets tools and the output may hold calls. */
     boolean toolsActive() {

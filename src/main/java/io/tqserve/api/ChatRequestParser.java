@@ -217,7 +217,15 @@ final class ChatRequestParser {
                     + "with tools unless tool_choice is none");
         }
         Conversation conversation = new Conversation(messages, tools.isEmpty() ? null : tools, templateKwargs(body));
-        return new ChatRequest(conversation, specs, choice, named, parallel, format);
+        Integer budget = null;
+        JsonNode b = body.get("thinking_token_budget");
+        if (b != null && !b.isNull()) {
+            if (!b.isIntegralNumber() || !b.canConvertToInt() || b.intValue() < 0) {
+                throw ApiException.invalid("thinking_token_budget", "thinking_token_budget must be an integer >= 0");
+            }
+            budget = b.intValue();
+        }
+        return new ChatRequest(conversation, specs, choice, named, parallel, format, budget);
     }
 
     /**

@@ -1,6 +1,7 @@
 package io.tqserve.api;
 
 import io.tqserve.engine.GenerationRequest;
+import io.tqserve.engine.ReasoningBudget;
 import io.tqserve.engine.SamplingParams;
 import io.tqserve.model.GenerationConfig;
 import io.tqserve.model.Model;
@@ -107,9 +108,27 @@ final class PromptBuilder {
                 r.topLogprobs());
         StructuredOutput.Plan plan = rendered == null ? StructuredOutput.Plan.NONE
                 : structured.plan(r, rendered, maxTokens);
+        if (rendered != null && r.chat().thinkingBudget() != null) {
+            plan = plan.withRules(plan.rules().withReasoningBudget(reasoningBudget(r.chat().thinkingBudget(),
+                    rendered)));
+        }
         if (plan.rules().constraint() != null && r.ignoreEos()) {
             throw ApiException.invalid("ignore_eos", "ignore_eos cannot be combined with response_format or tools");
         }
         return new Prepared(r, echo, new GenerationRequest(ids, params, prefix, null, plan.rules()), plan);
+    }
+
+    /**
+     * The thinking_token_budget of a chat request: the template's end-of-reasoning marker is forced after that many
+     * tokens when the model reasons first; nothing when the prompt already closed reasoning. A 400 for a template
+     * without reasoning markers.
+     */
+    private ReasoningBudget reasoningBudget(int budget, String prompt) {
+        ChatFormat format = ChatFormats.of(model);
+        if (format.reasoning().isEmpty()) {
+            throw ApiException.invalid("thinking_token_budget", "thinking_token_budget needs a model whose chat "
+                    + "template reasons in marked blocks (such as <think>...</think>); the served model's does not");
+        }
+        return format.reasonsFirst(prompt) ? new ReasoningBudget(budget, format.reasoningEndTokens()) : null;
     }
 }

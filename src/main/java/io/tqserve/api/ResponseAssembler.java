@@ -94,18 +94,20 @@ final class ResponseAssembler {
             if (parser != null) {
                 StringBuilder reasoning = new StringBuilder();
                 StringBuilder content = new StringBuilder();
-                List<ToolCallWire> calls = new ArrayList<>();
                 List<ChatOutputParser.Piece> pieces = new ArrayList<>(parser.feed(text.toString()));
                 pieces.addAll(parser.finish());
                 for (ChatOutputParser.Piece piece : pieces) {
-                    if (piece.reasoning() != null) {
-                        reasoning.append(piece.reasoning());
-                    } else if (piece.content() != null) {
-                        content.append(piece.content());
-                    } else {
-                        calls.add(ToolCallWire.of(piece.call().id(), piece.call().name(), piece.call().arguments()));
+                    switch (piece) {
+                        case ChatOutputParser.Reasoning r -> reasoning.append(r.text());
+                        case ChatOutputParser.Content c -> content.append(c.text());
+                        case ChatOutputParser.CallStart c -> {
+                        }
+                        case ChatOutputParser.CallArguments a -> {
+                        }
                     }
                 }
+                List<ToolCallWire> calls = parser.calls().stream()
+                        .map(c -> ToolCallWire.of(c.id(), c.name(), c.arguments())).toList();
                 if (!calls.isEmpty()) {
                     reason = "tool_calls";
                 }

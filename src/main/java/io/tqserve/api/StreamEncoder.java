@@ -36,7 +36,6 @@ final class StreamEncoder {
     private final Tokenizer tokenizer;
     private int textOffset;
     private final ChatOutputParser parser;
-    private int calls;
 
     StreamEncoder(Endpoint endpoint, String id, long created, String model, String fingerprint, boolean includeUsage,
             boolean logprobs, Tokenizer tokenizer) {
@@ -99,22 +98,24 @@ final class StreamEncoder {
         return List.of(frame);
     }
 
-    /** Frames of parsed pieces; logprobs ride on the first (or on an empty delta when the text was held back). */
+    /**
+     * Frames of parsed pieces, as OpenAI streams them: reasoning as {@code delta.reasoning_content}, content as
+     * {@code delta.content}, a call's start as {@code delta.tool_calls[{index, id, type, function: {name,
+     * arguments: ""}}]} and each arguments fragment as {@code delta.tool_calls[{index, function: {arguments}}]}.
+     * Logprobs ride on the first frame (or on an empty delta when the text was held back).
+     */
     private List<String> pieces(List<ChatOutputParser.Piece> pieces, ChatLogprobs lp) {
         List<String> out = new ArrayList<>(pieces.size() + 1);
         for (ChatOutputParser.Piece p : pieces) {
             ChatLogprobs l = out.isEmpty() ? lp : null;
-            if (p.reasoning() != null) {
-                out.add(chat(new ChatCompletionChunk.Delta(null, null, p.reasoning(), null), l, null));
-            } else if (p.content() != null) {
-                out.add(chat(new ChatCompletionChunk.Delta(null, p.content()), l, null));
-            } else {
-                int index = calls++;
-                out.add(chat(new ChatCompletionChunk.Delta(null, null, null, List.of(new ToolCallWire(index,
-                        p.call().id(), "function", new ToolCallWire.Function(p.call().name(), "")))), l, null));
-                out.add(chat(new ChatCompletionChunk.Delta(null, null, null, List.of(new ToolCallWire(index, null,
-                        null, new ToolCallWire.Function(null, p.call().arguments())))), null, null));
-            }
+            out.add(chat(switch (p) {
+                case ChatOutputParser.Reasoning r -> new ChatCompletionChunk.Delta(null, null, r.text(), null);
+                case ChatOutputParser.Content c -> new ChatCompletionChunk.Delta(null, c.text());
+                case ChatOutputParser.CallStart c -> new ChatCompletionChunk.Delta(null, null, null, List.of(
+                        new ToolCallWire(c.index(), c.id(), "function", new ToolCallWire.Function(c.name(), ""))));
+                case ChatOutputParser.CallArguments a -> new ChatCompletionChunk.Delta(null, null, null, List.of(
+                        new ToolCallWire(a.index(), null, null, new ToolCallWire.Function(null, a.fragment()))));
+            }, l, null));
         }
         if (out.isEmpty() && lp != null) {
             out.add(chat(new ChatCompletionChunk.Delta(null, ""), lp, null));

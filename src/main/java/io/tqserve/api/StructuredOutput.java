@@ -10,6 +10,7 @@ import io.tqserve.constraint.Vocabulary;
 import io.tqserve.engine.OutputRules;
 import io.tqserve.model.Model;
 import io.tqserve.model.TokenBytes;
+import io.tqserve.toolcall.ChatFormat;
 import io.tqserve.toolcall.ChatOutputParser;
 import io.tqserve.toolcall.ToolCallFormat;
 import io.tqserve.toolcall.ToolSpec;
@@ -23,8 +24,8 @@ import java.util.function.Supplier;
 
 /**
  * What a chat request asks of its output beyond free text, for one served model: the constraint (response_format,
- * a forced or possible tool call), the tool-call format of the template, and whether the template reasons in
- * {@code <think>} blocks. Compiled constraints are cached per schema (least recently used first out), so a
+ * a forced or possible tool call), read with the model's {@link ChatFormat} (tool-call entry, reasoning markers and
+ * the token that ends reasoning). Compiled constraints are cached per schema (least recently used first out), so a
  * schema's grammar is compiled once.
  */
 final class StructuredOutput {
@@ -35,18 +36,24 @@ final class StructuredOutput {
      *
      * @param rules             the lane's output rules
      * @param format            the template's tool-call format when tools are active, else null
-     * @param reasoning         the template has {@code <think>} blocks
-     * @param startsInReasoning the prompt ends in an open {@code <think>} block
+     * @param reasoning         the template's reasoning markers, or null
+     * @param startsInReasoning the prompt ends in an open reasoning block
      * @param callForced        tool_choice required or named
+     * @param parallel          several calls may be made (parallel_tool_calls and no named function)
      */
-    record Plan(OutputRules rules, ToolCallFormat format, boolean reasoning, boolean startsInReasoning,
-            boolean callForced) {
-        static final Plan NONE = new Plan(OutputRules.NONE, null, false, false, false);
+    record Plan(OutputRules rules, ToolCallFormat format, ChatFormat.Reasoning reasoning, boolean startsInReasoning,
+            boolean callForced, boolean parallel) {
+        static final Plan NONE = new Plan(OutputRules.NONE, null, null, false, false, true);
+
+        /** The same plan with other output rules. */
+        Plan withRules(OutputRules other) {
+            return new Plan(other, format, reasoning, startsInReasoning, callForced, parallel);
+        }
 
         /** A parser for the generated text, or null when the text is the content as it is. */
         ChatOutputParser parser() {
-            return format == null && !reasoning ? null
-                    : new ChatOutputParser(format, reasoning, startsInReasoning, callForced);
+            return format == null && reasoning == null ? null
+                    : new ChatOutputParser(format, reasoning, startsInReasoning, callForced, parallel);
         }
     }
 
@@ -77,7 +84,7 @@ final class StructuredOutput {
         if (chat == null || chat.toolSpecs().isEmpty()) {
             return Optional.empty();
         }
-        Optional<ToolCallFormat> f = ToolCallFormat.detect(model.chatTemplate().source());
+        Optional<ToolCallFormat> f = ChatFormats.of(model).tools();
         if (f.isEmpty()) {
             throw ApiException.invalid("tools", "the chat template of the served model cannot render tools (it has"
                     + " no tool-call format: Hermes <tool_call>, Llama 3.1 JSON or Mistral [TOOL_CALLS])");
@@ -90,12 +97,12 @@ final class StructuredOutput {
         if (chat == null) {
             return Plan.NONE;
         }
-        String source = model.chatTemplate().source();
-        boolean reasoning = source.contains("<think>") && source.contains("</think>");
-        boolean openThink = reasoning && prompt.lastIndexOf("<think>") > prompt.lastIndexOf("</think>");
-        // a reasoning model thinks first unless the prompt already closed the block (enable_thinking false)
-        boolean thinksFirst = reasoning && (openThink || !prompt.stripTrailing().endsWith("</think>"));
+        ChatFormat chatFormat = ChatFormats.of(model);
+        ChatFormat.Reasoning reasoning = chatFormat.reasoning().orElse(null);
+        boolean openThink = chatFormat.opensReasoning(prompt);
+        boolean thinksFirst = chatFormat.reasonsFirst(prompt);
         ToolCallFormat format = chat.toolsActive() ? toolFormat(chat).orElseThrow() : null;
+        boolean parallel = chat.parallelToolCalls() && chat.namedTool() == null;
         String key;
         Supplier<Grammar> grammar;
         String param;
@@ -105,28 +112,24 @@ final class StructuredOutput {
             key = object ? "json_object" : "json_schema:" + Wire.json(chat.format().schema());
             grammar = object ? StructuredOutput::jsonObject
                     : () -> SchemaCompiler.compile(chat.format().schema());
-        } else if (format != null && (chat.callForced() || format == ToolCallFormat.HERMES)) {
+        } else if (format != null && (chat.callForced() || format.autoConstrained())) {
             param = "tools";
             List<ToolSpec> tools = chat.namedTool() == null ? chat.toolSpecs()
                     : chat.toolSpecs().stream().filter(t -> t.name().equals(chat.namedTool())).toList();
-            boolean parallel = chat.parallelToolCalls() && chat.namedTool() == null;
             key = format + ":" + chat.callForced() + ":" + parallel + ":" + Wire.json(tools);
             grammar = chat.callForced() ? () -> format.forcedCalls(tools, parallel)
                     : () -> format.autoCalls(tools, parallel);
         } else {
-            // no constraint: free text (a Llama 3 / Mistral auto tool choice is parsed afterwards)
+            // no constraint: free text (a Mistral auto tool choice is parsed afterwards)
             boolean keep = format != null && format.markerIsSpecial();
-            return new Plan(new OutputRules(null, -1, keep), format, reasoning, openThink, false);
+            return new Plan(new OutputRules(null, -1, keep), format, reasoning, openThink, false, parallel);
         }
         int gate = -1;
-        if (thinksFirst) {
-            int[] ids = model.tokenizer().encode("</think>");
-            if (ids.length == 1) {
-                gate = ids[0];
-                Supplier<Grammar> inner = grammar;
-                grammar = () -> Grammar.seq(Grammar.repeat(Grammar.literal("\n"), null, 0, 2), inner.get());
-                key = "gated:" + key;
-            }
+        if (thinksFirst && chatFormat.reasoningEndToken().isPresent()) {
+            gate = chatFormat.reasoningEndToken().getAsInt();
+            Supplier<Grammar> inner = grammar;
+            grammar = () -> Grammar.seq(Grammar.repeat(Grammar.literal("\n"), null, 0, 2), inner.get());
+            key = "gated:" + key;
         }
         TokenConstraint constraint;
         try {
@@ -141,7 +144,7 @@ final class StructuredOutput {
         }
         boolean keepSpecial = format != null && format.markerIsSpecial();
         return new Plan(new OutputRules(constraint, gate, keepSpecial), format, reasoning, openThink,
-                chat.callForced());
+                chat.callForced(), parallel);
     }
 
     private TokenConstraint constraint(String key, Supplier<Grammar> grammar) {

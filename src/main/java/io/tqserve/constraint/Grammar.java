@@ -143,6 +143,14 @@ public final class Grammar {
         return of(alt(root, EMPTY));
     }
 
+    /**
+     * Free text (any bytes) whose first byte that is not whitespace is none of {@code excluded} (ASCII): content
+     * that cannot be taken for the bare start of something else (a Llama 3.1 tool call's {@code {}).
+     */
+    public static Grammar textNotOpeningWith(String excluded) {
+        return of(new Lex(JsonLexemes.textNotOpeningWith(excluded), 0, -1));
+    }
+
     /** Free text (any bytes) that never contains {@code marker}. */
     public static Grammar textWithout(String marker) {
         return of(new Lex(JsonLexemes.textWithout(marker), 0, -1));

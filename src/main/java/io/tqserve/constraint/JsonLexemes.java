@@ -75,6 +75,19 @@ final class JsonLexemes {
                 (s, b) -> b == ' ' || b == '\n' || b == '\r' || b == '\t' ? 0 : -1);
     }
 
+    /** Any bytes whose first non-whitespace byte is none of {@code excluded} (state 0: blank so far; 1: past it). */
+    static Lexeme textNotOpeningWith(String excluded) {
+        return Lexeme.table("text", false, true, 2, 0, new boolean[] {true, true}, (s, b) -> {
+            if (s == 1) {
+                return 1;
+            }
+            if (b == ' ' || b == '\n' || b == '\r' || b == '\t') {
+                return 0;
+            }
+            return excluded.indexOf(b) >= 0 ? -1 : 1;
+        });
+    }
+
     /** Any bytes that never contain {@code marker} (a Knuth-Morris-Pratt automaton; every state may end). */
     static Lexeme textWithout(String marker) {
         byte[] m = marker.getBytes(StandardCharsets.UTF_8);

@@ -306,7 +306,7 @@ public final class BatchedBf16Lane extends AbstractLane {
             queue.pollFirst();
             try {
                 activate(s);
-                if (model.transformer().runsOnDevice(s.cache)) {
+                if (model.transformer().runsOnDevice(s.cache) && !s.request.output().needsHostSampling()) {
                     s.deviceSampler = model.transformer().deviceSampler(s.deviceSamplingSpec()).orElse(null);
                 }
                 active.add(s);

@@ -29,6 +29,7 @@ final class Sequence {
     private final Tokenizer tokenizer;
     private final int contextLimit;
     private final ConstraintState constraint; // null when the output is free
+    private final ReasoningBudget.State reasoning; // null without a reasoning budget
     KvCache cache;
     io.tqserve.backend.DeviceSampler deviceSampler; // samples decode steps on the device (MLX), else null
     int prefilled;          // prompt tokens already in the cache
@@ -65,6 +66,7 @@ final class Sequence {
         this.constraint = rules.constraint() == null ? null
                 : new ConstraintState(rules.constraint(), eos.stream().mapToInt(Integer::intValue).toArray(),
                         rules.gateToken());
+        this.reasoning = rules.reasoningBudget() == null ? null : rules.reasoningBudget().start();
         this.stops = new StopMatcher(request.params().stop());
         this.eos = eos;
         this.contextLimit = contextLimit;
@@ -227,6 +229,9 @@ final class Sequence {
         if (constraint != null) {
             constraint.advance(token);
         }
+        if (reasoning != null) {
+            reasoning.accept(token);
+        }
         generated++;
         lastToken = token;
         if (eos.contains(token) && !p.ignoreEos()) {
@@ -247,6 +252,10 @@ final class Sequence {
     }
 
     private int draw(float[] logits, int off) {
+        int forced = reasoning == null ? -1 : reasoning.forced();
+        if (forced >= 0) {
+            return forced; // the reasoning budget is spent: the end-of-reasoning marker comes next
+        }
         if (constraint == null) {
             return sampler.sample(logits, off);
         }

@@ -51,15 +51,21 @@ public final class ChatFormat {
             return new ChatFormat(null, tokenizer, null, null);
         }
         String source = template.source();
-        Reasoning reasoning = null;
+        Reasoning reasoning = reasoningOf(source).map(r -> {
+            int[] ids = tokenizer.encode(r.end());
+            return new Reasoning(r.start(), r.end(), ids.length == 1 ? ids[0] : -1);
+        }).orElse(null);
+        return new ChatFormat(template, tokenizer, ToolCallFormat.detect(source).orElse(null), reasoning);
+    }
+
+    /** The reasoning markers a template's text uses (end token unknown: -1), or empty. */
+    public static Optional<Reasoning> reasoningOf(String templateSource) {
         for (List<String> markers : REASONING_MARKERS) {
-            if (source.contains(markers.get(0)) && source.contains(markers.get(1))) {
-                int[] ids = tokenizer.encode(markers.get(1));
-                reasoning = new Reasoning(markers.get(0), markers.get(1), ids.length == 1 ? ids[0] : -1);
-                break;
+            if (templateSource.contains(markers.get(0)) && templateSource.contains(markers.get(1))) {
+                return Optional.of(new Reasoning(markers.get(0), markers.get(1), -1));
             }
         }
-        return new ChatFormat(template, tokenizer, ToolCallFormat.detect(source).orElse(null), reasoning);
+        return Optional.empty();
     }
 
     /** Reasoning markers that templates use, start and end; the first pair the template's text holds wins. */
@@ -84,6 +90,24 @@ public final class ChatFormat {
     public OptionalInt reasoningEndToken() {
         return reasoning == null || reasoning.endToken() < 0 ? OptionalInt.empty()
                 : OptionalInt.of(reasoning.endToken());
+    }
+
+    /** Whether a rendered prompt ends inside an open reasoning block (the output starts as reasoning). */
+    public boolean opensReasoning(String prompt) {
+        return reasoning != null && prompt.lastIndexOf(reasoning.start()) > prompt.lastIndexOf(reasoning.end());
+    }
+
+    /**
+     * Whether the model reasons first after a rendered prompt: the template reasons and the prompt did not already
+     * close the block (as Qwen3's does with {@code enable_thinking} false).
+     */
+    public boolean reasonsFirst(String prompt) {
+        return reasoning != null && (opensReasoning(prompt) || !prompt.stripTrailing().endsWith(reasoning.end()));
+    }
+
+    /** The tokens of the marker that ends reasoning (empty without reasoning). */
+    public int[] reasoningEndTokens() {
+        return reasoning == null ? new int[0] : tokenizer.encode(reasoning.end());
     }
 
     /**

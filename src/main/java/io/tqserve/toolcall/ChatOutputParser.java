@@ -2,59 +2,85 @@ package io.tqserve.toolcall;
 
 import java.util.ArrayList;
 import java.util.List;
+import tools.jackson.core.JacksonException;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
 
 /**
- * Splits generated chat text, as it streams in, into reasoning, answer content and tool calls. Text that could
- * still turn into markup ({@code <think>}, {@code </think>}, a tool-call marker) is held back until it is clear,
- * so no markup ever reaches the content; a call is emitted once its text is complete. Used for streamed and
- * non-streamed responses alike (the latter feed everything, then {@link #finish()}), so both give the same
- * result. One per response, not thread-safe.
+ * Splits generated chat text, as it streams in, into reasoning, answer content and tool calls, reading the
+ * reasoning markers and the tool-call entry of the model's {@link ChatFormat}. Text that could still turn into
+ * markup ({@code <think>}, {@code </think>}, a tool-call marker) is held back until it is clear, so no markup ever
+ * reaches the content. A call is announced ({@link CallStart}: index, id, name) as soon as its name is complete,
+ * then its arguments follow as {@link CallArguments} fragments as the tokens arrive: the fragments of a call
+ * concatenate to exactly its final arguments, the JSON text the model wrote. Where a call ends is decided by the
+ * JSON structure of the call object, never by searching for an end marker, so markup inside an argument string
+ * cannot end a call early. Used for streamed and non-streamed responses alike (the latter feed everything, then
+ * {@link #finish()}), so both give the same result. One per response, not thread-safe.
  */
 public final class ChatOutputParser {
-    private static final String THINK = "<think>";
-    private static final String END_THINK = "</think>";
-    private static final String HERMES_END = "</tool_call>";
+    private static final JsonMapper JSON = JsonMapper.builder().build();
 
-    /** One piece of output: reasoning text, content text, or a complete tool call. */
-    public record Piece(String reasoning, String content, ToolCall call) {
-        static Piece reasoning(String s) {
-            return new Piece(s, null, null);
-        }
-
-        static Piece content(String s) {
-            return new Piece(null, s, null);
-        }
-
-        static Piece call(ToolCall c) {
-            return new Piece(null, null, c);
-        }
+    /** One piece of output. */
+    public sealed interface Piece permits Reasoning, Content, CallStart, CallArguments {
     }
 
-    private enum Phase { MAYBE_THINK, REASONING, CONTENT_START, CONTENT, CALLS }
+    /** Reasoning text (the inside of a {@code <think>} block). */
+    public record Reasoning(String text) implements Piece {
+    }
+
+    /** Answer text. */
+    public record Content(String text) implements Piece {
+    }
+
+    /** A tool call begins: {@code index} counts the response's calls from 0. */
+    public record CallStart(int index, String id, String name) implements Piece {
+    }
+
+    /** The next fragment of the arguments of call {@code index} (JSON text). */
+    public record CallArguments(int index, String fragment) implements Piece {
+    }
+
+    private enum Phase { MAYBE_THINK, REASONING, CONTENT_START, CONTENT, LIST_OPEN, CALL_OPEN, CALL, CALL_CLOSE,
+        AFTER_CALL, DONE }
 
     private final ToolCallFormat format;
+    private final ChatFormat.Reasoning reasoning;
     private final boolean bare;
+    private final boolean parallel;
     private final StringBuilder pending = new StringBuilder();
+    private final StringBuilder raw = new StringBuilder(); // the text of the call list so far (content if it fails)
     private final List<Piece> out = new ArrayList<>();
+    private final List<ToolCall> calls = new ArrayList<>();
     private Phase phase;
     private boolean contentStarted;
-    private int calls;
+    private CallScan scan;
+    private StringBuilder arguments; // of the call in progress, once announced
 
     /**
-     * @param format            the template's tool-call format, or null when the request has no tools
-     * @param reasoning         the template uses {@code <think>} blocks
-     * @param startsInReasoning the prompt ends inside an open {@code <think>} block
-     * @param bare              a call was forced: the whole output is calls in the format's bare form
+     * @param format            the template's tool-call entry, or null when the request has no tools
+     * @param reasoning         the template's reasoning markers, or null
+     * @param startsInReasoning the prompt ends inside an open reasoning block
+     * @param bare              a call was forced: the output is a list of calls, its marker optional
+     * @param parallel          several calls may follow each other (else text after the first call is dropped)
      */
-    public ChatOutputParser(ToolCallFormat format, boolean reasoning, boolean startsInReasoning, boolean bare) {
+    public ChatOutputParser(ToolCallFormat format, ChatFormat.Reasoning reasoning, boolean startsInReasoning,
+            boolean bare, boolean parallel) {
         this.format = format;
+        this.reasoning = reasoning;
         this.bare = bare && format != null;
-        this.phase = startsInReasoning ? Phase.REASONING : reasoning ? Phase.MAYBE_THINK : Phase.CONTENT_START;
+        this.parallel = parallel;
+        this.phase = reasoning != null && startsInReasoning ? Phase.REASONING
+                : reasoning != null ? Phase.MAYBE_THINK : Phase.CONTENT_START;
     }
 
-    /** Whether any tool call was emitted. */
+    /** Whether any tool call was announced. */
     public boolean sawCalls() {
-        return calls > 0;
+        return !calls.isEmpty() || arguments != null;
+    }
+
+    /** The complete calls so far (all of them after {@link #finish()}). */
+    public List<ToolCall> calls() {
+        return List.copyOf(calls);
     }
 
     /** Pieces that became certain with this text. */
@@ -70,10 +96,20 @@ public final class ChatOutputParser {
         switch (phase) {
             case MAYBE_THINK, CONTENT_START, CONTENT -> emitContent(pending.toString(), !sawCalls());
             case REASONING -> emitReasoning(pending.toString());
-            case CALLS -> {
-                ToolCallFormat.Parsed p = format.parse(pending.toString(), bare);
-                emitContent(p.content(), p.calls().isEmpty());
-                p.calls().forEach(this::emitCall);
+            case CALL -> {
+                if (arguments != null) {
+                    endCall(); // cut short (max_tokens): the arguments as far as they came
+                } else {
+                    fail();
+                }
+            }
+            case LIST_OPEN, CALL_OPEN -> {
+                if (raw.isEmpty() && pending.toString().isBlank()) {
+                    break;
+                }
+                fail();
+            }
+            case CALL_CLOSE, AFTER_CALL, DONE -> {
             }
         }
         pending.setLength(0);
@@ -86,25 +122,25 @@ public final class ChatOutputParser {
             switch (phase) {
                 case MAYBE_THINK -> {
                     String t = s.stripLeading();
-                    if (t.startsWith(THINK)) {
-                        reset(t.substring(THINK.length()));
+                    if (t.startsWith(reasoning.start())) {
+                        reset(t.substring(reasoning.start().length()));
                         phase = Phase.REASONING;
-                    } else if (THINK.startsWith(t) && !end) {
+                    } else if (reasoning.start().startsWith(t) && !end) {
                         return;
                     } else {
                         phase = Phase.CONTENT_START;
                     }
                 }
                 case REASONING -> {
-                    int i = s.indexOf(END_THINK);
+                    int i = s.indexOf(reasoning.end());
                     if (i < 0) {
-                        int hold = end ? 0 : heldSuffix(s, END_THINK);
+                        int hold = end ? 0 : heldSuffix(s, reasoning.end());
                         emitReasoning(s.substring(0, s.length() - hold));
                         reset(s.substring(s.length() - hold));
                         return;
                     }
                     emitReasoning(s.substring(0, i));
-                    reset(s.substring(i + END_THINK.length()));
+                    reset(s.substring(i + reasoning.end().length()));
                     phase = Phase.CONTENT_START;
                 }
                 case CONTENT_START -> {
@@ -113,12 +149,12 @@ public final class ChatOutputParser {
                         reset(t);
                         phase = Phase.CONTENT;
                     } else if (bare) {
-                        phase = Phase.CALLS;
-                    } else if (format == ToolCallFormat.LLAMA3_JSON && (t.startsWith("{")
-                            || t.startsWith(format.marker()))) {
-                        phase = Phase.CALLS; // the whole answer may be a call: decided at the end
-                    } else if (!end && (t.isEmpty() || (format == ToolCallFormat.LLAMA3_JSON
-                            && format.marker().startsWith(t)))) {
+                        reset(t);
+                        phase = Phase.LIST_OPEN;
+                    } else if (format.bareStart() && (t.startsWith("{") || t.startsWith(format.marker()))) {
+                        reset(t);
+                        phase = Phase.LIST_OPEN;
+                    } else if (!end && (t.isEmpty() || (format.bareStart() && format.marker().startsWith(t)))) {
                         return;
                     } else {
                         reset(t);
@@ -126,7 +162,7 @@ public final class ChatOutputParser {
                     }
                 }
                 case CONTENT -> {
-                    if (format == null || format == ToolCallFormat.LLAMA3_JSON) {
+                    if (format == null || format.bareStart()) {
                         emitContent(s, false);
                         reset("");
                         return;
@@ -140,25 +176,238 @@ public final class ChatOutputParser {
                         reset(safe.substring(kept.length()) + s.substring(s.length() - hold));
                         return;
                     }
-                    emitContent(s.substring(0, i).stripTrailing(), false);
+                    String before = s.substring(0, i);
+                    String kept = before.stripTrailing();
+                    emitContent(kept, false);
+                    raw.append(before, kept.length(), before.length()); // content again if no call follows
                     reset(s.substring(i));
-                    phase = Phase.CALLS;
+                    phase = Phase.LIST_OPEN;
                 }
-                case CALLS -> {
-                    if (format != ToolCallFormat.HERMES) {
-                        return; // Llama 3 and Mistral calls run to the end of the output
+                case LIST_OPEN -> {
+                    if (!format.markerOpensEachCall()) {
+                        Boolean marker = expect(s, format.marker(), end);
+                        if (marker == null) {
+                            return;
+                        }
+                        s = pending.toString();
                     }
-                    int close = s.indexOf(HERMES_END);
-                    if (close < 0) {
+                    Boolean open = expect(s, format.listOpen(), end);
+                    if (open == null) {
                         return;
                     }
-                    ToolCallFormat.Parsed p = format.parse(s.substring(0, close + HERMES_END.length()), false);
-                    emitContent(p.content(), false);
-                    p.calls().forEach(this::emitCall);
-                    reset(s.substring(close + HERMES_END.length()));
-                    phase = Phase.CONTENT_START;
+                    if (!open && !format.listOpen().isBlank()) {
+                        fail();
+                        continue;
+                    }
+                    phase = Phase.CALL_OPEN;
+                }
+                case CALL_OPEN -> {
+                    Boolean open = expect(s, format.callOpen(), end);
+                    if (open == null) {
+                        return;
+                    }
+                    if (!open && !format.callOpen().isBlank()) {
+                        fail();
+                        continue;
+                    }
+                    scan = new CallScan(format.argumentsKey());
+                    phase = Phase.CALL;
+                }
+                case CALL -> {
+                    if (s.isEmpty()) {
+                        return;
+                    }
+                    int consumed = scan.feed(s);
+                    raw.append(s, 0, consumed);
+                    reset(s.substring(consumed));
+                    if (!scan.failed) {
+                        announce();
+                    }
+                    if (scan.failed) {
+                        if (arguments != null) { // an announced call whose object broke: it ends there
+                            endCall();
+                            phase = Phase.CONTENT;
+                        } else {
+                            fail();
+                        }
+                        continue;
+                    }
+                    if (!scan.done) {
+                        return;
+                    }
+                    if (arguments == null && !scanWhole()) {
+                        fail();
+                        continue;
+                    }
+                    endCall();
+                    phase = Phase.CALL_CLOSE;
+                }
+                case CALL_CLOSE -> {
+                    Boolean close = expect(s, format.callClose(), end);
+                    if (close == null) {
+                        return;
+                    }
+                    phase = parallel ? Phase.AFTER_CALL : Phase.DONE;
+                }
+                case AFTER_CALL -> {
+                    String t = s.stripLeading();
+                    String sep = format.separator().strip();
+                    String open = format.callOpen().strip();
+                    String close = format.listClose().strip();
+                    if (!sep.isEmpty() && t.startsWith(sep)) {
+                        raw.append(s, 0, s.length() - t.length() + sep.length());
+                        reset(t.substring(sep.length()));
+                        phase = Phase.CALL_OPEN;
+                    } else if (sep.isEmpty() && !open.isEmpty() && t.startsWith(open)) {
+                        raw.append(s, 0, s.length() - t.length());
+                        reset(t);
+                        phase = Phase.CALL_OPEN;
+                    } else if (!close.isEmpty() && t.startsWith(close)) {
+                        reset(t.substring(close.length()));
+                        phase = Phase.DONE;
+                    } else if (!end && (t.isEmpty() || (!sep.isEmpty() && sep.startsWith(t))
+                            || (sep.isEmpty() && open.startsWith(t)) || (!close.isEmpty() && close.startsWith(t)))) {
+                        return;
+                    } else {
+                        // text after the calls: content again (Hermes allows more calls after it)
+                        raw.setLength(0);
+                        reset(t);
+                        phase = Phase.CONTENT;
+                    }
+                }
+                case DONE -> {
+                    reset(""); // the list is closed (or one call was allowed): nothing after it is output
+                    return;
                 }
             }
+        }
+    }
+
+    /**
+     * Consumes optional whitespace and then {@code text} (stripped) from the pending text: true if it was there,
+     * false if something else is (nothing consumed but the whitespace), null if it cannot tell yet.
+     */
+    private Boolean expect(String s, String text, boolean end) {
+        String want = text.strip();
+        String t = s.stripLeading();
+        if (want.isEmpty()) {
+            return true;
+        }
+        if (t.startsWith(want)) {
+            raw.append(s, 0, s.length() - t.length() + want.length());
+            reset(t.substring(want.length()));
+            return true;
+        }
+        if (!end && want.startsWith(t)) {
+            return null;
+        }
+        return false;
+    }
+
+    /** Announces the call in progress once its name is known and it is the first member; streams its arguments. */
+    private void announce() {
+        if (arguments == null && scan.nameFirst && scan.name != null) {
+            String name = jsonString(scan.name);
+            if (name == null) {
+                scan.failed = true;
+                return;
+            }
+            arguments = new StringBuilder();
+            out.add(new CallStart(calls.size(), ToolCallFormat.newId(), name));
+            currentName = name;
+            currentId = ((CallStart) out.getLast()).id();
+        }
+        if (arguments != null && scan.argsStart >= 0 && scan.argsObject) {
+            int to = scan.argsEnd >= 0 ? scan.argsEnd : scan.text.length();
+            int from = scan.argsStart + arguments.length();
+            if (to > from) {
+                String fragment = scan.text.substring(from, to);
+                arguments.append(fragment);
+                out.add(new CallArguments(calls.size(), fragment));
+            }
+        }
+    }
+
+    private String currentName;
+    private String currentId;
+
+    /** A call object read whole (its members were not in streaming order): announced and argued at once. */
+    private boolean scanWhole() {
+        JsonNode n;
+        try {
+            n = JSON.readTree(scan.text.toString());
+        } catch (JacksonException e) {
+            return false;
+        }
+        if (!n.isObject() || !n.path("name").isString()) {
+            return false;
+        }
+        JsonNode args = n.has(format.argumentsKey()) ? n.get(format.argumentsKey()) : n.get("arguments");
+        String text = argumentsText(args);
+        if (text == null) {
+            return false;
+        }
+        currentName = n.get("name").asString();
+        currentId = ToolCallFormat.newId();
+        out.add(new CallStart(calls.size(), currentId, currentName));
+        arguments = new StringBuilder();
+        arguments.append(text);
+        out.add(new CallArguments(calls.size(), text));
+        return true;
+    }
+
+    /** The arguments as JSON object text: an object as written, a JSON string holding an object, none as {}. */
+    private static String argumentsText(JsonNode args) {
+        if (args == null || args.isNull()) {
+            return "{}";
+        }
+        if (args.isString()) { // some models write the arguments as a JSON string
+            try {
+                JsonNode inner = JSON.readTree(args.asString());
+                return inner != null && inner.isObject() ? inner.toString() : null;
+            } catch (JacksonException e) {
+                return null;
+            }
+        }
+        return args.isObject() ? args.toString() : null;
+    }
+
+    private void endCall() {
+        if (arguments.isEmpty()) {
+            // no arguments member, or arguments written as a string: one fragment with the object text
+            String text = "{}";
+            if (scan.argsStart >= 0 && !scan.argsObject && scan.argsEnd >= 0) {
+                try {
+                    String t = argumentsText(JSON.readTree(scan.text.substring(scan.argsStart, scan.argsEnd)));
+                    text = t == null ? "{}" : t;
+                } catch (JacksonException e) {
+                    text = "{}";
+                }
+            }
+            arguments.append(text);
+            out.add(new CallArguments(calls.size(), text));
+        }
+        calls.add(new ToolCall(currentId, currentName, arguments.toString()));
+        arguments = null;
+        raw.setLength(0);
+    }
+
+    /** The call list is not well formed: what was taken for it is content after all. */
+    private void fail() {
+        String text = raw + pending.toString();
+        raw.setLength(0);
+        scan = null;
+        emitContent(text, false);
+        reset("");
+        phase = Phase.CONTENT;
+    }
+
+    private static String jsonString(String quoted) {
+        try {
+            JsonNode n = JSON.readTree(quoted);
+            return n.isString() ? n.asString() : null;
+        } catch (JacksonException e) {
+            return null;
         }
     }
 
@@ -179,7 +428,7 @@ public final class ChatOutputParser {
 
     private void emitReasoning(String s) {
         if (!s.isEmpty()) {
-            out.add(Piece.reasoning(s));
+            out.add(new Reasoning(s));
         }
     }
 
@@ -190,18 +439,155 @@ public final class ChatOutputParser {
         }
         if (!t.isEmpty()) {
             contentStarted = true;
-            out.add(Piece.content(t));
+            out.add(new Content(t));
         }
-    }
-
-    private void emitCall(ToolCall c) {
-        calls++;
-        out.add(Piece.call(c));
     }
 
     private List<Piece> drain() {
         List<Piece> pieces = List.copyOf(out);
         out.clear();
         return pieces;
+    }
+
+    /**
+     * Reads one JSON call object as it arrives, tracking only its structure (nesting, strings, escapes) and its
+     * top-level members: whether {@code name} comes first, the name's JSON text, and where the arguments value
+     * starts and ends in the text. Jackson parses whole documents or tokens, not the raw spans of a value that
+     * is still arriving, which the streamed fragments need; the complete call is still parsed by Jackson.
+     */
+    private static final class CallScan {
+        final String argumentsKey;
+        final StringBuilder text = new StringBuilder();
+        int depth;
+        boolean inString;
+        boolean escape;
+        boolean started;
+        boolean done;
+        boolean failed;
+        // top-level members
+        boolean expectKey;
+        int keyStart = -1;
+        String key;
+        boolean firstKeySeen;
+        boolean nameFirst;
+        int valueStart = -1;
+        String valueKey;
+        String name;
+        int argsStart = -1;
+        int argsEnd = -1;
+        boolean argsObject;
+
+        CallScan(String argumentsKey) {
+            this.argumentsKey = argumentsKey;
+        }
+
+        /** Scans {@code s}; returns how many of its characters belong to the call object. */
+        int feed(String s) {
+            for (int i = 0; i < s.length(); i++) {
+                if (done || failed) {
+                    return i;
+                }
+                char c = s.charAt(i);
+                int at = text.length();
+                text.append(c);
+                if (!started) {
+                    if (Character.isWhitespace(c)) {
+                        continue;
+                    }
+                    if (c != '{') {
+                        failed = true;
+                        return i + 1;
+                    }
+                    started = true;
+                    depth = 1;
+                    expectKey = true;
+                    continue;
+                }
+                if (inString) {
+                    if (escape) {
+                        escape = false;
+                    } else if (c == '\\') {
+                        escape = true;
+                    } else if (c == '"') {
+                        inString = false;
+                        if (depth == 1 && keyStart >= 0) {
+                            key = text.substring(keyStart + 1, at);
+                            keyStart = -1;
+                            if (!firstKeySeen) {
+                                firstKeySeen = true;
+                                nameFirst = key.equals("name");
+                            }
+                        } else if (depth == 1 && valueStart >= 0) {
+                            endValue(at + 1);
+                        }
+                    }
+                    continue;
+                }
+                if (Character.isWhitespace(c)) {
+                    continue;
+                }
+                if (depth == 1 && valueStart < 0 && key != null && c != ':' && c != ',' && c != '}') {
+                    valueStart = at; // the first character of a top-level value
+                    valueKey = key;
+                    if (valueKey.equals(argumentsKey) || (valueKey.equals("arguments") && argsStart < 0)) {
+                        argsStart = at;
+                        argsObject = c == '{';
+                    }
+                }
+                switch (c) {
+                    case '"' -> {
+                        inString = true;
+                        if (depth == 1 && expectKey) {
+                            keyStart = at;
+                            expectKey = false;
+                        }
+                    }
+                    case '{', '[' -> depth++;
+                    case '}', ']' -> {
+                        if (depth == 2 && valueStart >= 0) {
+                            depth--;
+                            endValue(at + 1);
+                        } else if (depth == 1) {
+                            if (c != '}') {
+                                failed = true;
+                                return i + 1;
+                            }
+                            if (valueStart >= 0) {
+                                endValue(at); // a number or literal ends at the object's close
+                            }
+                            depth = 0;
+                            done = true;
+                            return i + 1;
+                        } else {
+                            depth--;
+                        }
+                    }
+                    case ',' -> {
+                        if (depth == 1) {
+                            if (valueStart >= 0) {
+                                endValue(at);
+                            }
+                            expectKey = true;
+                            key = null;
+                        }
+                    }
+                    default -> {
+                    }
+                }
+            }
+            return s.length();
+        }
+
+        private void endValue(int end) {
+            if (valueKey.equals("name") && name == null) {
+                name = text.substring(valueStart, end).strip();
+            }
+            if (valueStart == argsStart) {
+                argsEnd = end;
+            }
+            valueStart = -1;
+            valueKey = null;
+            key = null;
+        }
     }
 }

@@ -134,4 +134,185 @@ class ChatFormatServingTest extends ServingTestContext {
         assertThat(ToolsSdkTest.JSON.readTree(r.body()).get("error").get("param").asString())
                 .isEqualTo("chat_template_kwargs");
     }
+
+    static final String WEATHER = "{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"parameters\":"
+            + ToolsSdkTest.WEATHER_SCHEMA.replace("\n", "") + "}}";
+    static final String TIME = "{\"type\":\"function\",\"function\":{\"name\":\"get_time\",\"parameters\":"
+            + "{\"type\":\"object\",\"properties\":{\"zone\":{\"type\":\"string\",\"enum\":[\"UTC\",\"CET\"]}},"
+            + "\"required\":[\"zone\"],\"additionalProperties\":false}}}";
+
+    static String toolRequest(String tools, String choice, long seed, boolean stream, String extra) {
+        return "{\"messages\":[{\"role\":\"user\",\"content\":\"Weather and time in Paris?\"}],\"tools\":[" + tools
+                + "],\"tool_choice\":" + choice + ",\"max_tokens\":110,\"temperature\":1,\"seed\":" + seed
+                + ",\"stream\":" + stream + ",\"tqserve_lane\":\"batched\"" + extra + "}";
+    }
+
+    /** The non-streamed calls of a response: {id, name, arguments} each. */
+    static List<List<String>> calls(String body) {
+        JsonNode message = ToolsSdkTest.JSON.readTree(body).get("choices").get(0).get("message");
+        List<List<String>> out = new ArrayList<>();
+        if (message.get("tool_calls") instanceof JsonNode tcs) {
+            for (JsonNode tc : tcs) {
+                out.add(List.of(tc.get("id").asString(), tc.get("function").get("name").asString(),
+                        tc.get("function").get("arguments").asString()));
+            }
+        }
+        return out;
+    }
+
+    static void assertValid(String name, String arguments) {
+        String schema = name.equals("get_weather") ? ToolsSdkTest.WEATHER_SCHEMA
+                : "{\"type\":\"object\",\"properties\":{\"zone\":{\"type\":\"string\",\"enum\":[\"UTC\",\"CET\"]}},"
+                        + "\"required\":[\"zone\"],\"additionalProperties\":false}";
+        assertThat(ToolsSdkTest.schema(schema).validate(arguments, com.networknt.schema.InputFormat.JSON))
+                .as(name + " " + arguments).isEmpty();
+    }
+
+    @Test
+    void aStreamedForcedCallsArgumentsArriveOverSeveralChunksAndConcatenateToTheCall() throws Exception {
+        String choice = "{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}}";
+        var streamed = post("/v1/chat/completions", toolRequest(WEATHER, choice, 11, true, ""));
+        assertThat(streamed.statusCode()).isEqualTo(200);
+        ToolStream s = ToolStream.of(streamed.body());
+        assertThat(s.calls()).hasSize(1);
+        assertThat(s.calls().getFirst().get(1)).isEqualTo("get_weather");
+        assertThat(s.fragments().getFirst()).isGreaterThan(1);
+        assertValid("get_weather", s.calls().getFirst().get(2));
+        assertThat(s.content()).isEmpty();
+        assertThat(s.finishReason()).isEqualTo("tool_calls");
+        // the same seed unstreamed gives the same call
+        var whole = post("/v1/chat/completions", toolRequest(WEATHER, choice, 11, false, ""));
+        assertThat(calls(whole.body())).hasSize(1);
+        assertThat(calls(whole.body()).getFirst().subList(1, 3)).isEqualTo(s.calls().getFirst().subList(1, 3));
+    }
+
+    static java.net.http.HttpResponse<String> post(ServingClient t, String path, String body) throws Exception {
+        return t.client.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(t.baseUrl() + path))
+                .header("Content-Type", "application/json").timeout(java.time.Duration.ofSeconds(120))
+                .POST(java.net.http.HttpRequest.BodyPublishers.ofString(body)).build(),
+                java.net.http.HttpResponse.BodyHandlers.ofString());
+    }
+
+    /** Seeds of tool_choice required over two tools: some give two calls; each streams as tool_calls[0], [1]. */
+    static void twoCallsInOneTurn(ServingClient t, String... extra) throws Exception {
+        int twoCalls = 0;
+        for (long seed = 1; seed <= 16 && twoCalls < 2; seed++) {
+            var whole = post(t, "/v1/chat/completions", toolRequest(WEATHER + "," + TIME, "\"required\"", seed, false,
+                    extra.length > 0 ? extra[0] : "").replace("\"max_tokens\":110", "\"max_tokens\":240"));
+            assertThat(whole.statusCode()).as(whole.body()).isEqualTo(200);
+            List<List<String>> calls = calls(whole.body());
+            assertThat(calls).isNotEmpty();
+            calls.forEach(c -> assertValid(c.get(1), c.get(2)));
+            assertThat(ToolsSdkTest.JSON.readTree(whole.body()).get("choices").get(0).get("finish_reason").asString())
+                    .isEqualTo("tool_calls");
+            if (calls.size() < 2) {
+                continue;
+            }
+            twoCalls++;
+            var streamed = post(t, "/v1/chat/completions", toolRequest(WEATHER + "," + TIME, "\"required\"", seed, true,
+                    extra.length > 0 ? extra[0] : "").replace("\"max_tokens\":110", "\"max_tokens\":240"));
+            ToolStream s = ToolStream.of(streamed.body());
+            assertThat(s.calls()).hasSize(calls.size());
+            for (int i = 0; i < calls.size(); i++) {
+                assertThat(s.calls().get(i).subList(1, 3)).isEqualTo(calls.get(i).subList(1, 3));
+            }
+            assertThat(s.finishReason()).isEqualTo("tool_calls");
+        }
+        assertThat(twoCalls).as("seeds with two calls in one turn").isPositive();
+    }
+
+    @Test
+    void twoCallsInOneTurnComeBackAsToolCalls0And1() throws Exception {
+        // the embedded model ends its turn after one call unless its end tokens are biased away; the constraint
+        // still closes every call and ends the output within max_tokens
+        twoCallsInOneTurn(this, ",\"logit_bias\":{\"0\":-100,\"2\":-100}");
+    }
+
+    @Test
+    void withoutParallelToolCallsOneCallComesBack() throws Exception {
+        for (long seed = 1; seed <= 6; seed++) {
+            var r = post("/v1/chat/completions", toolRequest(WEATHER + "," + TIME, "\"required\"", seed, false,
+                    ",\"parallel_tool_calls\":false"));
+            assertThat(calls(r.body())).hasSize(1);
+        }
+    }
+
+    /** 100 seeded tool_choice auto requests at temperature 1: content or calls, and every call is valid. */
+    static int autoNeverYieldsAnInvalidCall(ServingClient t, String marker, String extra) throws Exception {
+        List<java.net.http.HttpResponse<String>> all = new ArrayList<>();
+        for (long from = 0; from < 100; from += 8) { // 8 at a time: within the lane's queue
+            List<java.util.concurrent.CompletableFuture<java.net.http.HttpResponse<String>>> batch = new ArrayList<>();
+            for (long seed = from; seed < Math.min(100, from + 8); seed++) {
+                var req = java.net.http.HttpRequest.newBuilder(java.net.URI.create(t.baseUrl()
+                        + "/v1/chat/completions")).header("Content-Type", "application/json")
+                        .timeout(java.time.Duration.ofSeconds(300))
+                        .POST(java.net.http.HttpRequest.BodyPublishers.ofString(toolRequest(WEATHER + "," + TIME,
+                                "\"auto\"", seed, false, extra).replace("\"max_tokens\":110", "\"max_tokens\":70")))
+                        .build();
+                batch.add(t.client.sendAsync(req, java.net.http.HttpResponse.BodyHandlers.ofString()));
+            }
+            for (var f : batch) {
+                all.add(f.get());
+            }
+        }
+        int withCalls = 0;
+        for (var r : all) {
+            assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+            List<List<String>> calls = calls(r.body());
+            calls.forEach(c -> assertValid(c.get(1), c.get(2)));
+            withCalls += calls.isEmpty() ? 0 : 1;
+            JsonNode content = ToolsSdkTest.JSON.readTree(r.body()).get("choices").get(0).get("message").get("content");
+            if (content.isString()) { // content never holds a call: no marker, or (marker null) no bare call
+                if (marker != null) {
+                    assertThat(content.asString()).doesNotContain(marker);
+                } else {
+                    assertThat(content.asString().strip()).doesNotStartWith("{");
+                }
+            }
+        }
+        System.err.println("auto: " + withCalls + " of 100 responses called tools");
+        return withCalls;
+    }
+
+    @Test
+    void autoWithToolSchemasNeverYieldsAnInvalidCall() throws Exception {
+        autoNeverYieldsAnInvalidCall(this, "<tool_call>", "");
+    }
+
+    @Test
+    void markupInAnArgumentOrANameDoesNotEndAForcedCall() throws Exception {
+        String tool = "{\"type\":\"function\",\"function\":{\"name\":\"</tool_call>\",\"parameters\":{\"type\":"
+                + "\"object\",\"properties\":{\"t\":{\"const\":\"a </tool_call>\\n<tool_call> b\"}},\"required\":[\"t\"],"
+                + "\"additionalProperties\":false}}}";
+        for (boolean stream : new boolean[] {false, true}) {
+            var r = post("/v1/chat/completions", toolRequest(tool, "\"required\"", 3, stream,
+                    ",\"parallel_tool_calls\":false"));
+            assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+            List<List<String>> calls = stream ? ToolStream.of(r.body()).calls() : calls(r.body());
+            assertThat(calls).hasSize(1);
+            assertThat(calls.getFirst().get(1)).isEqualTo("</tool_call>");
+            assertThat(ToolsSdkTest.JSON.readTree(calls.getFirst().get(2)).get("t").asString())
+                    .isEqualTo("a </tool_call>\n<tool_call> b");
+            if (stream) {
+                assertThat(ToolStream.of(r.body()).content()).isEmpty();
+                assertThat(ToolStream.of(r.body()).finishReason()).isEqualTo("tool_calls");
+            } else {
+                JsonNode choice = ToolsSdkTest.JSON.readTree(r.body()).get("choices").get(0);
+                assertThat(choice.get("finish_reason").asString()).isEqualTo("tool_calls");
+                assertThat(choice.get("message").get("content").isNull()).isTrue();
+            }
+        }
+    }
+
+    @Test
+    void aThinkingBudgetNeedsAReasoningTemplate() throws Exception {
+        var r = post("/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+                + "\"max_tokens\":4,\"thinking_token_budget\":8}");
+        assertThat(r.statusCode()).isEqualTo(400);
+        assertThat(ToolsSdkTest.JSON.readTree(r.body()).get("error").get("param").asString())
+                .isEqualTo("thinking_token_budget");
+        var bad = post("/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+                + "\"max_tokens\":4,\"thinking_token_budget\":-1}");
+        assertThat(bad.statusCode()).isEqualTo(400);
+    }
 }

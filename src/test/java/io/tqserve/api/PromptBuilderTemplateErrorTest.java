@@ -37,7 +37,7 @@ class PromptBuilderTemplateErrorTest {
 
     static ChatRequest chat(Map<String, Object>... messages) {
         return new ChatRequest(new Conversation(List.of(messages), null, Map.of()), List.of(), "none", null, true,
-                ChatRequest.ResponseFormat.TEXT);
+                ChatRequest.ResponseFormat.TEXT, null);
     }
 
     static String render(ChatTemplate t, ChatRequest chat) {

@@ -128,6 +128,7 @@ class ToolsSdkTest extends ServingTestContext {
         List<String> names = new ArrayList<>();
         List<String> ids = new ArrayList<>();
         List<String> reasons = new ArrayList<>();
+        List<String> fragments = new ArrayList<>();
         try (StreamResponse<ChatCompletionChunk> s = sdk.chat().completions()
                 .createStreaming(weatherRequest(11).build())) {
             s.stream().forEach(chunk -> chunk.choices().forEach(ch -> {
@@ -137,6 +138,7 @@ class ToolsSdkTest extends ServingTestContext {
                     tc.id().ifPresent(ids::add);
                     tc.function().flatMap(f -> f.name()).ifPresent(names::add);
                     tc.function().flatMap(f -> f.arguments()).ifPresent(args::append);
+                    tc.function().flatMap(f -> f.arguments()).filter(a -> !a.isEmpty()).ifPresent(fragments::add);
                 }));
                 ch.finishReason().ifPresent(r -> reasons.add(r.asString()));
             }));
@@ -145,6 +147,7 @@ class ToolsSdkTest extends ServingTestContext {
         assertThat(names).containsExactly("get_weather");
         assertThat(ids).hasSize(1).allMatch(id -> id.startsWith("call_"));
         assertThat(schema(WEATHER_SCHEMA).validate(args.toString(), InputFormat.JSON)).isEmpty();
+        assertThat(fragments).as("the arguments stream as they are generated").hasSizeGreaterThan(1);
         assertThat(reasons).containsExactly("tool_calls");
     }
 

@@ -48,7 +48,12 @@ class ToolCallGoldenTest {
         return out.stream();
     }
 
-    record Result(String content, String reasoning, List<ToolCall> calls) {
+    /**
+     * What the pieces say: content, reasoning, the complete calls, and per call the streamed pieces (its start,
+     * then its argument fragments, concatenated; and how many fragments there were).
+     */
+    record Result(String content, String reasoning, List<ToolCall> calls, List<String> streamedNames,
+            List<String> streamedArguments, List<Integer> fragments) {
     }
 
     static Result parse(ChatOutputParser p, String output, int piece) {
@@ -59,17 +64,28 @@ class ToolCallGoldenTest {
         all.addAll(p.finish());
         StringBuilder content = new StringBuilder();
         StringBuilder reasoning = new StringBuilder();
-        List<ToolCall> calls = new ArrayList<>();
+        List<String> names = new ArrayList<>();
+        List<StringBuilder> args = new ArrayList<>();
+        List<Integer> fragments = new ArrayList<>();
         for (ChatOutputParser.Piece x : all) {
-            if (x.content() != null) {
-                content.append(x.content());
-            } else if (x.reasoning() != null) {
-                reasoning.append(x.reasoning());
-            } else {
-                calls.add(x.call());
+            switch (x) {
+                case ChatOutputParser.Content c -> content.append(c.text());
+                case ChatOutputParser.Reasoning r -> reasoning.append(r.text());
+                case ChatOutputParser.CallStart c -> {
+                    assertThat(c.index()).isEqualTo(names.size());
+                    names.add(c.name());
+                    args.add(new StringBuilder());
+                    fragments.add(0);
+                }
+                case ChatOutputParser.CallArguments a -> {
+                    assertThat(a.index()).isEqualTo(names.size() - 1);
+                    args.get(a.index()).append(a.fragment());
+                    fragments.set(a.index(), fragments.get(a.index()) + 1);
+                }
             }
         }
-        return new Result(content.toString(), reasoning.toString(), calls);
+        return new Result(content.toString(), reasoning.toString(), p.calls(), names,
+                args.stream().map(StringBuilder::toString).toList(), fragments);
     }
 
     @ParameterizedTest(name = "{0}")
@@ -77,10 +93,10 @@ class ToolCallGoldenTest {
     void parsersRecoverWhatTheTemplateRendered(String name, JsonNode c) throws Exception {
         String source = source(c.get("template").asString());
         ToolCallFormat format = ToolCallFormat.detect(source).orElseThrow();
-        boolean reasoning = source.contains("<think>");
+        ChatFormat.Reasoning reasoning = ChatFormat.reasoningOf(source).orElse(null);
         String output = c.get("output").asString();
         for (int piece : new int[] {output.length() + 1, 3, 1}) {
-            Result r = parse(new ChatOutputParser(format, reasoning, false, false), output, piece);
+            Result r = parse(new ChatOutputParser(format, reasoning, false, false, true), output, piece);
             assertThat(r.content()).as("content").isEqualTo(c.get("content").asString());
             assertThat(r.content()).doesNotContain(format.marker(), "</tool_call>", "<think>", "</think>");
             String expectedReasoning = c.get("reasoning").isNull() ? "" : c.get("reasoning").asString();
@@ -92,6 +108,13 @@ class ToolCallGoldenTest {
                 assertThat(call.name()).isEqualTo(calls.get(i).get("name").asString());
                 assertThat(JSON.readTree(call.arguments())).isEqualTo(calls.get(i).get("arguments"));
                 assertThat(call.id()).matches("call_[0-9a-f]{24}");
+                // streamed: the start names the call, the fragments concatenate to exactly its arguments, and
+                // fed in small pieces they arrive in several fragments
+                assertThat(r.streamedNames().get(i)).isEqualTo(call.name());
+                assertThat(r.streamedArguments().get(i)).isEqualTo(call.arguments());
+                if (piece <= 3 && call.arguments().length() > 3) {
+                    assertThat(r.fragments().get(i)).isGreaterThan(1);
+                }
             }
         }
     }
