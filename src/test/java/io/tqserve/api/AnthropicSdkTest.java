@@ -141,7 +141,7 @@ class AnthropicSdkTest extends ServingTestContext {
         assertThat(text(answer)).isNotBlank();
         assertThat(answer.usage().inputTokens() + answer.usage().cacheReadInputTokens().orElse(0L))
                 .isGreaterThan(first.usage().inputTokens() + first.usage().cacheReadInputTokens().orElse(0L) + 20);
-        // the same call streamed: one tool_use block whose input_json_delta is the whole input
+        // the same call streamed: one tool_use block whose input_json_deltas add up to the whole input
         Message s = streamed(weather().build(), new ArrayList<>());
         assertThat(s.stopReason()).hasValue(StopReason.TOOL_USE);
         ToolUseBlock streamedUse = s.content().stream().flatMap(b -> b.toolUse().stream()).findFirst().orElseThrow();

@@ -20,7 +20,7 @@ import tools.jackson.databind.node.ObjectNode;
  * ({@code input_tokens} counts the prompt tokens not read from the prompt cache, {@code cache_read_input_tokens}
  * those that were). Streamed: {@code message_start} (when the lane takes the request) and a {@code ping}, then
  * per block {@code content_block_start}, {@code content_block_delta}s ({@code thinking_delta}, {@code text_delta},
- * one {@code input_json_delta} with a call's whole input) and {@code content_block_stop}, then
+ * {@code input_json_delta}s with a call's input as it is generated) and {@code content_block_stop}, then
  * {@code message_delta} with the stop reason and the usage, and {@code message_stop}; each frame is
  * {@code event: <type>} plus {@code data: <json>}. Keep-alives are {@code ping} events; a failure after the start
  * is an {@code error} event.
@@ -121,28 +121,48 @@ public final class MessagesOutput implements WireOutput {
             all.addAll(parser.finish());
         }
         List<ObjectNode> blocks = new ArrayList<>();
+        List<ObjectNode> toolBlocks = new ArrayList<>();
         Kind last = null;
         boolean calls = false;
         for (ChatOutputParser.Piece p : all) {
             Kind kind = kind(p);
-            if (kind == Kind.TOOL) {
-                blocks.add(toolUse(p.call(), true));
-                calls = true;
-            } else if (kind == last) {
-                ObjectNode b = blocks.getLast();
-                String field = kind == Kind.TEXT ? "text" : "thinking";
-                b.put(field, b.get(field).asString() + (kind == Kind.TEXT ? p.content() : p.reasoning()));
-            } else if (kind == Kind.TEXT) {
-                if (!p.content().isEmpty()) {
-                    blocks.add(Wire.MAPPER.createObjectNode().put("type", "text").put("text", p.content()));
-                } else {
-                    continue;
+            switch (p) {
+                case ChatOutputParser.CallStart c -> {
+                    ObjectNode b = Wire.MAPPER.createObjectNode().put("type", "tool_use").put("id", toolUseId(c.id()))
+                            .put("name", c.name());
+                    blocks.add(b);
+                    toolBlocks.add(b);
+                    calls = true;
                 }
-            } else {
-                blocks.add(Wire.MAPPER.createObjectNode().put("type", "thinking").put("thinking", p.reasoning())
-                        .put("signature", ""));
+                case ChatOutputParser.CallArguments a -> {
+                }
+                case ChatOutputParser.Content c -> {
+                    if (kind == last) {
+                        ObjectNode b = blocks.getLast();
+                        b.put("text", b.get("text").asString() + c.text());
+                    } else if (!c.text().isEmpty()) {
+                        blocks.add(Wire.MAPPER.createObjectNode().put("type", "text").put("text", c.text()));
+                    } else {
+                        continue;
+                    }
+                }
+                case ChatOutputParser.Reasoning r -> {
+                    if (kind == last) {
+                        ObjectNode b = blocks.getLast();
+                        b.put("thinking", b.get("thinking").asString() + r.text());
+                    } else {
+                        blocks.add(Wire.MAPPER.createObjectNode().put("type", "thinking").put("thinking", r.text())
+                                .put("signature", ""));
+                    }
+                }
             }
             last = kind;
+        }
+        if (parser != null) {
+            List<io.tqserve.toolcall.ToolCall> done = parser.calls();
+            for (int i = 0; i < toolBlocks.size() && i < done.size(); i++) {
+                toolBlocks.get(i).set("input", input(done.get(i).arguments()));
+            }
         }
         ObjectNode message = message(blocks, stopReason(finished, calls), stopSequence(finished, calls));
         message.set("usage", usage(finished.promptTokens(), finished.cachedTokens(), finished.completionTokens()));
@@ -183,41 +203,47 @@ public final class MessagesOutput implements WireOutput {
         if (parser != null) {
             return parser.feed(text);
         }
-        return text.isEmpty() ? List.of() : List.of(new ChatOutputParser.Piece(null, text, null));
+        return text.isEmpty() ? List.of() : List.of(new ChatOutputParser.Content(text));
     }
 
     private static Kind kind(ChatOutputParser.Piece p) {
-        return p.reasoning() != null ? Kind.THINKING : p.content() != null ? Kind.TEXT : Kind.TOOL;
+        return switch (p) {
+            case ChatOutputParser.Reasoning r -> Kind.THINKING;
+            case ChatOutputParser.Content c -> Kind.TEXT;
+            case ChatOutputParser.CallStart c -> Kind.TOOL;
+            case ChatOutputParser.CallArguments a -> Kind.TOOL;
+        };
     }
 
     private void pieces(List<ChatOutputParser.Piece> pieces, List<String> out) {
         for (ChatOutputParser.Piece p : pieces) {
-            Kind kind = kind(p);
-            switch (kind) {
-                case THINKING -> {
+            switch (p) {
+                case ChatOutputParser.Reasoning r -> {
                     openBlock(Kind.THINKING, Wire.MAPPER.createObjectNode().put("type", "thinking")
                             .put("thinking", "").put("signature", ""), out);
                     out.add(delta(Wire.MAPPER.createObjectNode().put("type", "thinking_delta")
-                            .put("thinking", p.reasoning())));
+                            .put("thinking", r.text())));
                 }
-                case TEXT -> {
-                    if (p.content().isEmpty()) {
+                case ChatOutputParser.Content c -> {
+                    if (c.text().isEmpty()) {
                         continue;
                     }
                     openBlock(Kind.TEXT, Wire.MAPPER.createObjectNode().put("type", "text").put("text", ""), out);
-                    out.add(delta(Wire.MAPPER.createObjectNode().put("type", "text_delta").put("text", p.content())));
+                    out.add(delta(Wire.MAPPER.createObjectNode().put("type", "text_delta").put("text", c.text())));
                 }
-                case TOOL -> {
+                case ChatOutputParser.CallStart c -> {
                     close(out);
                     sawCalls = true;
                     open = Kind.TOOL;
                     index++;
+                    ObjectNode block = Wire.MAPPER.createObjectNode().put("type", "tool_use")
+                            .put("id", toolUseId(c.id())).put("name", c.name());
+                    block.set("input", Wire.MAPPER.createObjectNode());
                     out.add(frame("content_block_start", node("content_block_start").put("index", index)
-                            .set("content_block", toolUse(p.call(), false))));
-                    out.add(delta(Wire.MAPPER.createObjectNode().put("type", "input_json_delta")
-                            .put("partial_json", p.call().arguments())));
-                    close(out);
+                            .set("content_block", block)));
                 }
+                case ChatOutputParser.CallArguments a -> out.add(delta(Wire.MAPPER.createObjectNode()
+                        .put("type", "input_json_delta").put("partial_json", a.fragment())));
             }
         }
     }
@@ -242,14 +268,6 @@ public final class MessagesOutput implements WireOutput {
 
     private String delta(ObjectNode delta) {
         return frame("content_block_delta", node("content_block_delta").put("index", index).set("delta", delta));
-    }
-
-    /** A tool_use block: with the call's input, or (streamed) with an empty input that the deltas fill. */
-    private static ObjectNode toolUse(io.tqserve.toolcall.ToolCall call, boolean withInput) {
-        ObjectNode b = Wire.MAPPER.createObjectNode().put("type", "tool_use").put("id", toolUseId(call.id()))
-                .put("name", call.name());
-        b.set("input", withInput ? input(call.arguments()) : Wire.MAPPER.createObjectNode());
-        return b;
     }
 
     /** Anthropic's tool-use ids begin with toolu_; the chat path's call ids with call_. */
