@@ -99,11 +99,12 @@ public final class ResponsesOutput implements WireOutput {
             case GenerationEvent.Token t -> {
                 List<ChatOutputParser.Piece> pieces = pieces(t.text());
                 pieces(pieces, out);
-                boolean reasoningOnly = !pieces.isEmpty() && pieces.stream().allMatch(p -> p.reasoning() != null);
+                boolean reasoningOnly = !pieces.isEmpty()
+                        && pieces.stream().allMatch(p -> p instanceof ChatOutputParser.Reasoning);
                 if (!contentSeen && (reasoningOnly || pieces.isEmpty() && open != null && open.kind == Kind.REASONING)) {
                     reasoningTokens++;
                 }
-                contentSeen |= pieces.stream().anyMatch(p -> p.reasoning() == null);
+                contentSeen |= pieces.stream().anyMatch(p -> !(p instanceof ChatOutputParser.Reasoning));
             }
             case GenerationEvent.Finished f -> {
                 pieces(pieces(f.trailingText()), out);
@@ -155,7 +156,7 @@ public final class ResponsesOutput implements WireOutput {
                 text.append(item.text);
             } else if (item.kind == Kind.CALL) {
                 ObjectNode c = calls.addObject().put("id", item.call.id()).put("type", "function");
-                c.putObject("function").put("name", item.call.name()).put("arguments", item.call.arguments());
+                c.putObject("function").put("name", item.call.name()).put("arguments", item.text.toString());
             }
         }
         if (calls.isEmpty()) {
@@ -175,38 +176,44 @@ public final class ResponsesOutput implements WireOutput {
         if (parser != null) {
             return parser.feed(text);
         }
-        return text.isEmpty() ? List.of() : List.of(new ChatOutputParser.Piece(null, text, null));
+        return text.isEmpty() ? List.of() : List.of(new ChatOutputParser.Content(text));
     }
 
     private void pieces(List<ChatOutputParser.Piece> pieces, List<String> out) {
         for (ChatOutputParser.Piece p : pieces) {
-            if (p.reasoning() != null) {
-                Item item = open(Kind.REASONING, "rs_", out);
-                item.text.append(p.reasoning());
-                out.add(event("response.reasoning_text.delta", e -> e.put("item_id", item.id)
-                        .put("output_index", item.index).put("content_index", 0).put("delta", p.reasoning())));
-            } else if (p.content() != null) {
-                if (p.content().isEmpty()) {
-                    continue;
+            switch (p) {
+                case ChatOutputParser.Reasoning r -> {
+                    Item item = open(Kind.REASONING, "rs_", out);
+                    item.text.append(r.text());
+                    out.add(event("response.reasoning_text.delta", e -> e.put("item_id", item.id)
+                            .put("output_index", item.index).put("content_index", 0).put("delta", r.text())));
                 }
-                Item item = open(Kind.MESSAGE, "msg_", out);
-                item.text.append(p.content());
-                out.add(event("response.output_text.delta", e -> e.put("item_id", item.id)
-                        .put("output_index", item.index).put("content_index", 0).put("delta", p.content())
-                        .set("logprobs", Wire.MAPPER.createArrayNode())));
-            } else {
-                close(out, false);
-                Item item = new Item(Kind.CALL, "fc_" + hex(), items.size());
-                item.call = p.call();
-                items.add(item);
-                open = item;
-                ObjectNode added = item(item, "in_progress");
-                added.put("arguments", "");
-                out.add(event("response.output_item.added", e -> e.put("output_index", item.index)
-                        .set("item", added)));
-                out.add(event("response.function_call_arguments.delta", e -> e.put("item_id", item.id)
-                        .put("output_index", item.index).put("delta", p.call().arguments())));
-                close(out, false);
+                case ChatOutputParser.Content c -> {
+                    if (c.text().isEmpty()) {
+                        continue;
+                    }
+                    Item item = open(Kind.MESSAGE, "msg_", out);
+                    item.text.append(c.text());
+                    out.add(event("response.output_text.delta", e -> e.put("item_id", item.id)
+                            .put("output_index", item.index).put("content_index", 0).put("delta", c.text())
+                            .set("logprobs", Wire.MAPPER.createArrayNode())));
+                }
+                case ChatOutputParser.CallStart c -> {
+                    close(out, false);
+                    Item item = new Item(Kind.CALL, "fc_" + hex(), items.size());
+                    item.call = new ToolCall(c.id(), c.name(), "");
+                    items.add(item);
+                    open = item;
+                    ObjectNode added = item(item, "in_progress");
+                    out.add(event("response.output_item.added", e -> e.put("output_index", item.index)
+                            .set("item", added)));
+                }
+                case ChatOutputParser.CallArguments a -> {
+                    Item item = open; // the call in progress: its arguments grow as they are generated
+                    item.text.append(a.fragment());
+                    out.add(event("response.function_call_arguments.delta", e -> e.put("item_id", item.id)
+                            .put("output_index", item.index).put("delta", a.fragment())));
+                }
             }
         }
     }
@@ -250,7 +257,7 @@ public final class ResponsesOutput implements WireOutput {
             }
             case CALL -> out.add(event("response.function_call_arguments.done", e -> e.put("item_id", item.id)
                     .put("output_index", item.index).put("name", item.call.name())
-                    .put("arguments", item.call.arguments())));
+                    .put("arguments", item.text.toString())));
         }
         ObjectNode done = item(item, incomplete && item.kind == Kind.MESSAGE ? "incomplete" : "completed");
         out.add(event("response.output_item.done", e -> e.put("output_index", item.index).set("item", done)));
@@ -275,7 +282,7 @@ public final class ResponsesOutput implements WireOutput {
             }
             case CALL -> n.put("id", item.id).put("type", "function_call").put("status", status)
                     .put("call_id", item.call.id()).put("name", item.call.name())
-                    .put("arguments", item.call.arguments());
+                    .put("arguments", item.text.toString());
         }
         return n;
     }
