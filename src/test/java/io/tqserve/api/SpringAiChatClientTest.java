@@ -49,8 +49,8 @@ class SpringAiChatClientTest extends ServingTestContext {
             }
             Response r = c.proceed(c.request());
             String received = r.peekBody(Long.MAX_VALUE).string();
-            exchanges.add(new JsonNode[] {ToolsSdkTest.JSON.readTree(sent.readUtf8()),
-                ToolsSdkTest.JSON.readTree(received)});
+            exchanges.add(new JsonNode[] {ToolsSdkTest.JSON.readTree(sent.readUtf8()), received.startsWith("{")
+                ? ToolsSdkTest.JSON.readTree(received) : ToolsSdkTest.JSON.getNodeFactory().stringNode(received)});
             return r;
         };
         OpenAiChatModel model = OpenAiChatModel.builder()
@@ -79,16 +79,29 @@ class SpringAiChatClientTest extends ServingTestContext {
      * ({@code ToolCallingAdvisor}) re-sends the same options every round, so this advisor, ordered inside that
      * loop, relaxes {@code tool_choice} to {@code none} for rounds that carry a tool result.
      */
-    static final CallAdvisor ANSWER_AFTER_TOOL_RESULT = new CallAdvisor() {
-        @Override
-        public ChatClientResponse adviseCall(ChatClientRequest request, CallAdvisorChain chain) {
+    static final AnswerAfterToolResult ANSWER_AFTER_TOOL_RESULT = new AnswerAfterToolResult();
+
+    static final class AnswerAfterToolResult implements CallAdvisor,
+            org.springframework.ai.chat.client.advisor.api.StreamAdvisor {
+        static ChatClientRequest relaxed(ChatClientRequest request) {
             boolean hasResult = request.prompt().getInstructions().stream()
                     .anyMatch(m -> m instanceof ToolResponseMessage);
             if (hasResult && request.prompt().getOptions() instanceof OpenAiChatOptions o) {
-                request = request.mutate().prompt(request.prompt().mutate()
+                return request.mutate().prompt(request.prompt().mutate()
                         .chatOptions(o.mutate().toolChoice("none").build()).build()).build();
             }
-            return chain.nextCall(request);
+            return request;
+        }
+
+        @Override
+        public ChatClientResponse adviseCall(ChatClientRequest request, CallAdvisorChain chain) {
+            return chain.nextCall(relaxed(request));
+        }
+
+        @Override
+        public reactor.core.publisher.Flux<ChatClientResponse> adviseStream(ChatClientRequest request,
+                org.springframework.ai.chat.client.advisor.api.StreamAdvisorChain chain) {
+            return chain.nextStream(relaxed(request));
         }
 
         @Override
@@ -100,7 +113,38 @@ class SpringAiChatClientTest extends ServingTestContext {
         public int getOrder() {
             return 0; // after ToolCallingAdvisor (HIGHEST_PRECEDENCE + 300): runs once per round
         }
-    };
+    }
+
+    @Test
+    void streamedChatClientRunsTheToolAndAnswersWithItsResult() {
+        WeatherTools tools = new WeatherTools();
+        List<String> parts = chat.prompt().user("What is the weather in Paris?").tools(tools)
+                .advisors(ANSWER_AFTER_TOOL_RESULT)
+                .options(OpenAiChatOptions.builder().toolChoice("required").maxCompletionTokens(90)
+                        .parallelToolCalls(false))
+                .stream().content().collectList().block(java.time.Duration.ofSeconds(180));
+
+        assertThat(exchanges).hasSize(2);
+        assertThat(exchanges.get(0)[0].get("stream").asBoolean()).isTrue();
+        // the call streamed as OpenAI streams it: a header, then argument fragments
+        ToolStream first = ToolStream.of(exchanges.get(0)[1].asString());
+        assertThat(first.calls()).hasSize(1);
+        assertThat(first.fragments().getFirst()).isGreaterThan(1);
+        assertThat(first.finishReason()).isEqualTo("tool_calls");
+        String city = ToolsSdkTest.JSON.readTree(first.calls().getFirst().get(2)).get("city").asString();
+        // Spring AI assembled the fragments, ran the @Tool method and sent its result back
+        assertThat(tools.asked).containsExactly(city);
+        JsonNode messages = exchanges.get(1)[0].get("messages");
+        JsonNode toolMessage = messages.get(messages.size() - 1);
+        assertThat(toolMessage.get("role").asString()).isEqualTo("tool");
+        assertThat(toolMessage.get("tool_call_id").asString()).isEqualTo(first.calls().getFirst().get(0));
+        assertThat(ToolsSdkTest.JSON.readTree(toolMessage.get("content").asString()))
+                .isEqualTo(ToolsSdkTest.JSON.valueToTree(new Weather(city, 21, "sunny")));
+        // the streamed answer after the result is what the client's stream carried
+        ToolStream second = ToolStream.of(exchanges.get(1)[1].asString());
+        assertThat(second.calls()).isEmpty();
+        assertThat(String.join("", parts)).isNotBlank().isEqualTo(second.content());
+    }
 
     @Test
     void toolAnnotatedMethodIsCalledAndItsResultGoesBackToTheModel() throws Exception {
