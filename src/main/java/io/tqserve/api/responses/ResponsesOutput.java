@@ -26,7 +26,7 @@ import tools.jackson.databind.node.ObjectNode;
  * {@code sequence_number} from 0): {@code response.created}, {@code response.in_progress}; per item
  * {@code response.output_item.added}, for a message {@code response.content_part.added},
  * {@code response.output_text.delta}s, {@code response.output_text.done}, {@code response.content_part.done}; for a
- * call one {@code response.function_call_arguments.delta} and {@code .done}; for reasoning
+ * call {@code response.function_call_arguments.delta}s as the arguments are generated and {@code .done}; for reasoning
  * {@code response.reasoning_text.delta}s and {@code .done}; then {@code response.output_item.done}; last
  * {@code response.completed} or {@code response.incomplete}, or {@code response.failed} after a failure.
  */
