@@ -59,7 +59,10 @@ final class ConfigCommand {
     }
 
     private static int init(CliArgs a, HostPaths paths) throws IOException {
-        Path model = paths.userPath(a.get("--model", TqserveMain.DEFAULT_MODEL));
+        // a --model given by the user is relative to where they ran the launcher; the embedded default to the
+        // launcher's own folder (the JVM's working directory)
+        Path model = a.has("--model") ? paths.userPath(a.get("--model", "")) : Path.of(TqserveMain.DEFAULT_MODEL)
+                .toAbsolutePath().normalize();
         int port = a.getInt("--port", 8080);
         String text = starter(model, port, detectBackend(), new SecureRandom());
         String out = a.get("--out", paths.configFile().toString());
