@@ -18,6 +18,8 @@ final class LexemeMasks {
     private final long maxBytes;
     private final ConcurrentHashMap<Key, Entry> map = new ConcurrentHashMap<>();
     private final AtomicLong bytes = new AtomicLong();
+    private final java.util.concurrent.atomic.AtomicInteger builds = new java.util.concurrent.atomic.AtomicInteger();
+    private final java.util.concurrent.atomic.AtomicInteger clears = new java.util.concurrent.atomic.AtomicInteger();
 
     record Key(Lexeme lexeme, int state, long f0, long f1, long f2, long f3) {
         @Override
@@ -78,6 +80,12 @@ final class LexemeMasks {
         return map.size();
     }
 
+    /** Entries built and times the cache was emptied (for tests and metrics). */
+    String stats() {
+        return map.size() + " entries, " + bytes.get() + " bytes, " + builds.get() + " builds, " + clears.get()
+                + " clears";
+    }
+
     Entry entry(Lexeme x, int state, long[] follow) {
         Key key = new Key(x, state, follow[0], follow[1], follow[2], follow[3]);
         Entry e = map.get(key);
@@ -85,10 +93,12 @@ final class LexemeMasks {
             return e;
         }
         e = build(x, state, follow);
+        builds.incrementAndGet();
         if (e.bytes <= maxBytes) {
             if (bytes.get() + e.bytes > maxBytes) {
                 map.clear();
                 bytes.set(0);
+                clears.incrementAndGet();
             }
             if (map.putIfAbsent(key, e) == null) {
                 bytes.addAndGet(e.bytes);

@@ -333,6 +333,17 @@ final class Parser {
 
     /** The configurations after byte {@code b}. */
     Config[] step(Config[] cs, int b) {
+        if (cs.length == 1) { // the common case without the set: inside a literal, or a lexeme that cannot end
+            Config c = cs[0];
+            if (c.leaf instanceof Lit l && c.pos + 1 < l.bytes.length) {
+                return (l.bytes[c.pos] & 0xFF) == b ? new Config[] {new Config(l, c.pos + 1, 0, c.k)} : NONE;
+            }
+            if (c.leaf instanceof Lex l && !canEnd(c)) {
+                Out o = new Out();
+                step(c, b, o);
+                return o.toArray();
+            }
+        }
         Out o = new Out();
         for (Config c : cs) {
             step(c, b, o);

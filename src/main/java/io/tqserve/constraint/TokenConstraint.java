@@ -99,9 +99,49 @@ public final class TokenConstraint {
         return x == JsonLexemes.STRING_CHAR || x == JsonLexemes.WHITESPACE ? vocabulary.sharedMasks : local;
     }
 
-    /** Work counter of one mask computation. */
+    /**
+     * Work counter and memo of one mask computation: the configurations after a byte, their first bytes and their
+     * closing bound, per configuration array (by identity). The exits of a lexeme all continue from the same
+     * configurations, so their subtries share these steps instead of repeating them.
+     */
     private final class Work {
         long n;
+        final java.util.IdentityHashMap<Config[], Config[][]> steps = new java.util.IdentityHashMap<>();
+        final java.util.IdentityHashMap<Config[], long[]> firsts = new java.util.IdentityHashMap<>();
+        final java.util.IdentityHashMap<Config[], Integer> bounds = new java.util.IdentityHashMap<>();
+        int[] nodeStack = new int[64];
+        Config[][] cfgStack = new Config[64][];
+
+        Config[] step(Config[] cs, int b) {
+            Config[][] row = steps.computeIfAbsent(cs, k -> new Config[256][]);
+            Config[] r = row[b];
+            if (r == null) {
+                r = parser.step(cs, b);
+                row[b] = r;
+            }
+            return r;
+        }
+
+        long[] first(Config[] cs) {
+            long[] f = firsts.get(cs);
+            if (f == null) {
+                f = new long[4];
+                for (Config c : cs) {
+                    parser.first(c, f);
+                }
+                firsts.put(cs, f);
+            }
+            return f;
+        }
+
+        int bound(Config[] cs) {
+            Integer b = bounds.get(cs);
+            if (b == null) {
+                b = closing.bound(cs);
+                bounds.put(cs, b);
+            }
+            return b;
+        }
 
         void add(long k) {
             n += k;
@@ -168,7 +208,15 @@ public final class TokenConstraint {
                         s = x.step(s, b[i] & 0xFF);
                     }
                     work.add(b.length);
-                    if (s >= 0 && closing.bound(new Config(l, s, n, c.k)) <= budget) {
+                    if (s < 0) {
+                        continue;
+                    }
+                    long leaf = x.counted && s == x.start() ? 0 : closing.completion(x, s);
+                    int d = x.counted ? Math.max(0, l.min - n) : 0;
+                    if (d > 0) {
+                        leaf += closing.units(x, d);
+                    }
+                    if (leaf + cont <= budget) {
                         mask[w] |= 1L << t;
                     }
                 }
@@ -193,8 +241,8 @@ public final class TokenConstraint {
      */
     private void walk(int root, Config[] start, long[] mask, int budget, long[] firstOnly, Work work) {
         Vocabulary v = vocabulary;
-        int[] nodeStack = new int[64];
-        Config[][] cfgStack = new Config[64][];
+        int[] nodeStack = work.nodeStack;
+        Config[][] cfgStack = work.cfgStack;
         nodeStack[0] = root;
         cfgStack[0] = start;
         int sp = 1;
@@ -204,25 +252,36 @@ public final class TokenConstraint {
             Config[] cs = cfgStack[sp];
             cfgStack[sp] = null;
             work.add(cs.length);
-            if (n != root && v.firstToken[n] >= 0 && closing.bound(cs) <= budget) {
+            if (n != root && v.firstToken[n] >= 0 && work.bound(cs) <= budget) {
                 for (int t = v.firstToken[n]; t >= 0; t = v.nextToken[t]) {
                     mask[t >>> 6] |= 1L << t;
                 }
             }
-            fb[0] = fb[1] = fb[2] = fb[3] = 0;
-            for (Config c : cs) {
-                parser.first(c, fb);
+            int lo = v.childStart[n];
+            int hi = v.childStart[n + 1];
+            if (lo == hi) {
+                continue;
             }
+            long[] f = work.first(cs);
+            fb[0] = f[0];
+            fb[1] = f[1];
+            fb[2] = f[2];
+            fb[3] = f[3];
             if (n == root && firstOnly != null) {
                 for (int i = 0; i < 4; i++) {
                     fb[i] &= firstOnly[i];
                 }
             }
-            int lo = v.childStart[n];
-            int hi = v.childStart[n + 1];
             int pop = Long.bitCount(fb[0]) + Long.bitCount(fb[1]) + Long.bitCount(fb[2]) + Long.bitCount(fb[3]);
-            if (pop == 0 || lo == hi) {
+            if (pop == 0) {
                 continue;
+            }
+            if (sp + Math.min(pop, hi - lo) >= nodeStack.length) {
+                int size = Math.max(nodeStack.length * 2, sp + 257);
+                nodeStack = java.util.Arrays.copyOf(nodeStack, size);
+                cfgStack = java.util.Arrays.copyOf(cfgStack, size);
+                work.nodeStack = nodeStack;
+                work.cfgStack = cfgStack;
             }
             if (pop * 6 < hi - lo) {
                 for (int w = 0; w < 4; w++) {
@@ -232,12 +291,8 @@ public final class TokenConstraint {
                         bits &= bits - 1;
                         int ch = v.child(n, b);
                         if (ch >= 0) {
-                            Config[] next = parser.step(cs, b);
+                            Config[] next = work.step(cs, b);
                             if (next.length > 0) {
-                                if (sp == nodeStack.length) {
-                                    nodeStack = java.util.Arrays.copyOf(nodeStack, sp * 2);
-                                    cfgStack = java.util.Arrays.copyOf(cfgStack, sp * 2);
-                                }
                                 nodeStack[sp] = ch;
                                 cfgStack[sp++] = next;
                             }
@@ -248,12 +303,8 @@ public final class TokenConstraint {
                 for (int ch = lo; ch < hi; ch++) {
                     int b = v.label[ch];
                     if ((fb[b >>> 6] & (1L << b)) != 0) {
-                        Config[] next = parser.step(cs, b);
+                        Config[] next = work.step(cs, b);
                         if (next.length > 0) {
-                            if (sp == nodeStack.length) {
-                                nodeStack = java.util.Arrays.copyOf(nodeStack, sp * 2);
-                                cfgStack = java.util.Arrays.copyOf(cfgStack, sp * 2);
-                            }
                             nodeStack[sp] = ch;
                             cfgStack[sp++] = next;
                         }
