@@ -82,6 +82,14 @@ public interface ComputeBackend extends AutoCloseable {
     default void onIdle() {
     }
 
+    /**
+     * Whether the model's weights live in a GPU's memory (MLX on Metal or CUDA), so that the host's memory bandwidth
+     * does not bound a decode step; false on the CPU and on MLX's CPU device.
+     */
+    default boolean gpuDevice() {
+        return false;
+    }
+
     /** Counters of the device (evaluations, bytes copied to Java, memory); {@link DeviceStats#NONE} on the CPU. */
     default DeviceStats deviceStats() {
         return DeviceStats.NONE;

@@ -240,8 +240,14 @@ final class DecodeBenchmark {
                         (double) stepStats.bytesToJava() / decodeTokens, stepStats.activeBytes() / 1e6,
                         stepStats.peakBytes() / 1e6);
             }
-            System.out.printf("  decode roofline fraction: %.2f (weight bytes/token x tok/s / read bandwidth; median"
-                    + " step %.2f; against the copy bandwidth %.2f)%n", readRoofline, medianReadRoofline, copyRoofline);
+            if (backend.gpuDevice()) { // the weights are in the GPU's memory: the host's bandwidth bounds nothing here
+                System.out.println("  decode roofline fraction: not shown (the weights are in GPU memory; the host"
+                        + " bandwidths above do not bound the decode)");
+            } else {
+                System.out.printf("  decode roofline fraction: %.2f (weight bytes/token x tok/s / read bandwidth;"
+                        + " median step %.2f; against the copy bandwidth %.2f)%n", readRoofline, medianReadRoofline,
+                        copyRoofline);
+            }
             if (mem.batched()) {
                 BatchedDecode.run(t, backend, prompt, decodeTokens, System.out);
             }

@@ -193,6 +193,11 @@ public final class MlxBackend implements ComputeBackend {
     }
 
     @Override
+    public boolean gpuDevice() {
+        return !cpuDevice();
+    }
+
+    @Override
     public String describe() {
         return "mlx: MLX " + mlx.version() + " on " + mlx.device() + " via " + mlx.libraryFile() + ", "
                 + options.dtype().wireName() + " dtype, TurboQuant attention " + turboKernelPath()
