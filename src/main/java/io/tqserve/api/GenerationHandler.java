@@ -208,6 +208,7 @@ public final class GenerationHandler {
                         "shutting_down", e.getMessage(), settings.retryAfter());
             };
         }
+        loaded.routing().observer().endpoint(decision.lane().kind(), endpoint.wireName());
         events = deadline.bound(events, arrival);
         RequestTiming timing = new RequestTiming(loaded.routing().observer(), decision.lane().kind(), arrival,
                 System.nanoTime());

@@ -118,6 +118,11 @@ public class ServingConfiguration {
         }
 
         @Override
+        public void endpoint(Lane.Kind lane, String endpoint) {
+            all.forEach(o -> o.endpoint(lane, endpoint));
+        }
+
+        @Override
         public void started(Lane.Kind lane, long queueNanos) {
             all.forEach(o -> o.started(lane, queueNanos));
         }

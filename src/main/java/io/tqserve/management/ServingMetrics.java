@@ -37,7 +37,13 @@ public final class ServingMetrics implements LaneObserver, RequestObserver {
     private final Map<Lane.Kind, Timer> e2e = new EnumMap<>(Lane.Kind.class);
     private final Map<Lane.Kind, Timer> queue = new EnumMap<>(Lane.Kind.class);
 
+    /** Per lane and endpoint; endpoints are the API's few names, registered when first seen. */
+    private final java.util.concurrent.ConcurrentHashMap<String, Counter> byEndpoint =
+            new java.util.concurrent.ConcurrentHashMap<>();
+    private final MeterRegistry registry;
+
     public ServingMetrics(MeterRegistry registry, ServingRuntime runtime, io.tqserve.model.WeightsInfo weights) {
+        this.registry = registry;
         for (LanePlan plan : runtime.plans()) {
             Lane.Kind kind = plan.kind();
             String lane = kind.wireName();
@@ -173,6 +179,13 @@ public final class ServingMetrics implements LaneObserver, RequestObserver {
         byReason.get(reason).increment();
         promptTokens.get(lane.kind()).increment(prompt);
         generatedTokens.get(lane.kind()).increment(completion);
+    }
+
+    @Override
+    public void endpoint(Lane.Kind lane, String endpoint) {
+        byEndpoint.computeIfAbsent(lane.wireName() + "/" + endpoint, k -> Counter.builder("tqserve.requests.endpoint")
+                .description("requests routed to a lane, by API endpoint").tags("lane", lane.wireName(), "endpoint",
+                        endpoint).register(registry)).increment();
     }
 
     @Override

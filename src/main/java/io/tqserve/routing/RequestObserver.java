@@ -14,6 +14,13 @@ public interface RequestObserver {
     default void routed(RouteDecision decision) {
     }
 
+    /**
+     * A request of an API endpoint ({@code chat}, {@code completions}, {@code responses}, {@code messages}) was
+     * routed to {@code lane} and submitted.
+     */
+    default void endpoint(Lane.Kind lane, String endpoint) {
+    }
+
     /** The lane took the request off its queue after {@code queueNanos}. */
     default void started(Lane.Kind lane, long queueNanos) {
     }

@@ -86,6 +86,8 @@ class MessagesSseTest extends ServingTestContext {
 
     @Test
     void greedyTextEqualsChatCompletions() throws Exception {
+        double chats = counter("tqserve.requests.endpoint", "lane", "batched", "endpoint", "chat");
+        double mine = counter("tqserve.requests.endpoint", "lane", "batched", "endpoint", "messages");
         String system = "You are terse.";
         var chat = post("/v1/chat/completions", "{\"model\":\"tiny-llama-h128\",\"max_tokens\":16,\"temperature\":0,"
                 + "\"messages\":[{\"role\":\"system\",\"content\":\"" + system + "\"},{\"role\":\"user\",\"content\":\""
@@ -99,6 +101,9 @@ class MessagesSseTest extends ServingTestContext {
                 .isEqualTo(c.get("choices").get(0).get("message").get("content").asString()).isNotBlank();
         assertThat(m.get("usage").get("input_tokens").asInt() + m.get("usage").get("cache_read_input_tokens").asInt())
                 .isEqualTo(c.get("usage").get("prompt_tokens").asInt());
+        // the metric tells the endpoints apart although both were served as chat requests
+        assertThat(counter("tqserve.requests.endpoint", "lane", "batched", "endpoint", "chat")).isEqualTo(chats + 1);
+        assertThat(counter("tqserve.requests.endpoint", "lane", "batched", "endpoint", "messages")).isEqualTo(mine + 1);
     }
 
     @Test

@@ -82,6 +82,8 @@ class ResponsesSseTest extends ServingTestContext {
 
     @Test
     void greedyTextEqualsChatCompletions() throws Exception {
+        double chats = counter("tqserve.requests.endpoint", "lane", "batched", "endpoint", "chat");
+        double mine = counter("tqserve.requests.endpoint", "lane", "batched", "endpoint", "responses");
         var chat = post("/v1/chat/completions", "{\"model\":\"tiny-llama-h128\",\"max_tokens\":16,\"temperature\":0,"
                 + "\"messages\":[{\"role\":\"system\",\"content\":\"You are terse.\"},{\"role\":\"user\",\"content\":\""
                 + OpenAiSdkTest.CHAT_TEXT + "\"}]}", "X-Tqserve-Lane", "batched");
@@ -96,6 +98,9 @@ class ResponsesSseTest extends ServingTestContext {
                 + "/v1/responses/" + r.get("id").asString())).GET().build(),
                 java.net.http.HttpResponse.BodyHandlers.ofString());
         assertThat(notKept.statusCode()).isEqualTo(404);
+        // the metric tells the endpoints apart although both were served as chat requests
+        assertThat(counter("tqserve.requests.endpoint", "lane", "batched", "endpoint", "chat")).isEqualTo(chats + 1);
+        assertThat(counter("tqserve.requests.endpoint", "lane", "batched", "endpoint", "responses")).isEqualTo(mine + 1);
     }
 
     @Test
