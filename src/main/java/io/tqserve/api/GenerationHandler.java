@@ -51,17 +51,24 @@ public final class GenerationHandler {
     private final SnapshotHandler snapshots;
     private final RequestDeadline deadline;
     private final RequestLog requestLog;
+    private final ConstraintPool constraintPool;
     private volatile StructuredOutput structured;
 
-    /** Without the server's shutdown drain: requests end only at the request timeout (tests, tools). */
+    /**
+     * Without the server's shutdown drain (requests end only at the request timeout) and with a constraint pool of
+     * default settings (tests, tools).
+     */
     public GenerationHandler(ServingRuntime runtime, ApiSettings settings, ApiScheduler scheduler,
             SnapshotHandler snapshots) {
-        this(runtime, settings, scheduler, new RequestDeadline(settings, new ShutdownDrain(settings)), snapshots);
+        this(runtime, settings, scheduler, new RequestDeadline(settings, new ShutdownDrain(settings)), snapshots,
+                new ConstraintPool(StructuredOutputSettings.DEFAULTS, settings,
+                        io.tqserve.constraint.CompileObserver.NONE));
     }
 
     @Autowired
-    public GenerationHandler(ServingRuntime runtime, ApiSettings settings, ApiScheduler scheduler,
-            RequestDeadline deadline, SnapshotHandler snapshots) {
+    GenerationHandler(ServingRuntime runtime, ApiSettings settings, ApiScheduler scheduler,
+            RequestDeadline deadline, SnapshotHandler snapshots, ConstraintPool constraintPool) {
+        this.constraintPool = constraintPool;
         this.runtime = runtime;
         this.snapshots = snapshots;
         this.settings = settings;
@@ -130,9 +137,11 @@ public final class GenerationHandler {
                     .map(p -> builder.prepare(p, p.kvSnapshot() == null ? null
                             : snapshots.resolve(p.kvSnapshot(), tenant, loaded.model()))
                             .withCacheNamespace(cacheNamespace.get()).withSpeculative(speculative.get()))
+                    .flatMap(p -> constrain(p, builder.structured(), tenant, arrival))
                     .flatMap(p -> respond(p, loaded, arrival, request.exchange().getResponse().getHeaders(),
                             endpoint, translator == null ? null
-                                    : (id, model) -> translator.output(original.get(), tenant, id, model, p)));
+                                    : (id, model) -> translator.output(original.get(), tenant, id, model, p),
+                            builder.structured(), tenant));
         });
     }
 
@@ -157,7 +166,7 @@ public final class GenerationHandler {
     private StructuredOutput structuredOutput(io.tqserve.model.Model model) {
         StructuredOutput s = structured;
         if (s == null || s.model() != model) {
-            s = new StructuredOutput(model);
+            s = new StructuredOutput(model, constraintPool);
             structured = s;
         }
         return s;
@@ -171,9 +180,24 @@ public final class GenerationHandler {
         }
     }
 
+    /**
+     * The request with its output constraint compiled, when it needs one: awaited without holding a thread (the
+     * compile runs on the {@link ConstraintPool}), ended at the request deadline, cancelled with the request.
+     */
+    private Mono<PromptBuilder.Prepared> constrain(PromptBuilder.Prepared p, StructuredOutput structured,
+            String tenant, long arrival) {
+        if (!p.plan().awaitsConstraint()) {
+            return Mono.just(p);
+        }
+        return deadline.boundWait(structured.constrain(p.plan(), tenant, p.generation().params().maxTokens()),
+                        arrival)
+                .publishOn(scheduler) // the compile completes on a compile thread
+                .map(p::with);
+    }
+
     private Mono<ServerResponse> respond(PromptBuilder.Prepared p, ServingRuntime.Loaded loaded, long arrival,
             HttpHeaders responseHeaders, Endpoint endpoint, java.util.function.BiFunction<String, String, WireOutput>
-                    wire) {
+                    wire, StructuredOutput structured, String tenant) {
         ParsedRequest r = p.request();
         GenerationRequest gen = p.generation();
         RouteDecision decision;
@@ -209,7 +233,9 @@ public final class GenerationHandler {
             };
         }
         loaded.routing().observer().endpoint(decision.lane().kind(), endpoint.wireName());
-        events = deadline.bound(events, arrival);
+        // admitted: only now may its constraint stay in the tenant's cache
+        structured.admit(p.plan(), tenant);
+        events = deadline.bound(events, arrival).doFinally(s -> structured.ended(p.plan(), tenant));
         RequestTiming timing = new RequestTiming(loaded.routing().observer(), decision.lane().kind(), arrival,
                 System.nanoTime());
         String id = endpoint.idPrefix() + HexFormat.of().formatHex(randomBytes());

@@ -22,6 +22,8 @@ final class PromptBuilder {
      * @param request   the parsed request
      * @param echoText  the prompt as text (completions with echo), else ""
      * @param generation the tokenized request
+     * @param plan       what the output needs; its constraint may still have to be compiled
+     *                   ({@link StructuredOutput#constrain}, then {@link #with})
      */
     record Prepared(ParsedRequest request, String echoText, GenerationRequest generation,
             StructuredOutput.Plan plan) {
@@ -32,6 +34,13 @@ final class PromptBuilder {
 
         Prepared withSpeculative(boolean allowed) {
             return new Prepared(request, echoText, generation.withSpeculative(allowed), plan);
+        }
+
+        /** The same request under a plan whose constraint is compiled. */
+        Prepared with(StructuredOutput.Plan compiled) {
+            GenerationRequest g = generation;
+            return new Prepared(request, echoText, new GenerationRequest(g.promptTokens(), g.params(), g.resumeFrom(),
+                    g.capture(), g.cacheNamespace(), compiled.rules(), g.speculative()), compiled);
         }
     }
 
@@ -45,6 +54,10 @@ final class PromptBuilder {
         this.defaultMaxTokens = settings.defaultMaxTokens();
         this.structured = structured;
         this.settings = settings;
+    }
+
+    StructuredOutput structured() {
+        return structured;
     }
 
     Prepared prepare(ParsedRequest r) {
@@ -107,12 +120,12 @@ final class PromptBuilder {
                 r.presencePenalty(), r.frequencyPenalty(), r.logitBias(), maxTokens, r.stop(), r.ignoreEos(),
                 r.topLogprobs());
         StructuredOutput.Plan plan = rendered == null ? StructuredOutput.Plan.NONE
-                : structured.plan(r, rendered, maxTokens);
+                : structured.plan(r, rendered);
         if (rendered != null && r.chat().thinkingBudget() != null) {
             plan = plan.withRules(plan.rules().withReasoningBudget(reasoningBudget(r.chat().thinkingBudget(),
                     rendered)));
         }
-        if (plan.rules().constraint() != null && r.ignoreEos()) {
+        if (plan.pending() != null && r.ignoreEos()) {
             throw ApiException.invalid("ignore_eos", "ignore_eos cannot be combined with response_format or tools");
         }
         return new Prepared(r, echo, new GenerationRequest(ids, params, prefix, null, plan.rules()), plan);

@@ -56,6 +56,20 @@ final class RequestDeadline {
                 .concatWith(Mono.fromSupplier(() -> ended.get() ? null : cut.get()));
     }
 
+    /**
+     * A wait before the request reaches a lane (a constraint compile) ended at the request's deadline: the wait is
+     * cancelled there and the request answered 504 request_timeout.
+     */
+    <T> Mono<T> boundWait(Mono<T> wait, long arrivalNanos) {
+        if (timeout.isZero() || timeout.isNegative()) {
+            return wait;
+        }
+        long left = Math.max(0, timeout.toNanos() - (System.nanoTime() - arrivalNanos));
+        return wait.timeout(Duration.ofNanos(left), Mono.error(() -> toApiException(new GenerationEvent.Failed(
+                "the request did not finish within " + describe(timeout) + " (tqserve.api.request-timeout)",
+                TIMEOUT))));
+    }
+
     /** How a failed generation is answered: status, OpenAI type and code. */
     ApiException toApiException(GenerationEvent.Failed f) {
         return switch (f.type()) {

@@ -53,6 +53,14 @@ public class ServingConfiguration {
     }
 
     @Bean
+    io.tqserve.api.StructuredOutputSettings structuredOutputSettings(TqserveProperties props) {
+        TqserveProperties.StructuredOutput s = props.structuredOutput();
+        return new io.tqserve.api.StructuredOutputSettings(s.compileThreads() == 0
+                ? io.tqserve.api.StructuredOutputSettings.defaultThreads() : s.compileThreads(), s.compileQueue(),
+                s.cacheBytes().toBytes(), s.compileTimeout());
+    }
+
+    @Bean
     io.tqserve.api.SnapshotSettings snapshotSettings(TqserveProperties props) {
         String dir = props.store().dir();
         TqserveProperties.Snapshots q = props.store().snapshots();

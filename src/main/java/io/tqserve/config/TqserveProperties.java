@@ -23,7 +23,8 @@ import org.springframework.validation.annotation.Validated;
 @Validated
 public record TqserveProperties(@Valid @DefaultValue Model model, @Valid @DefaultValue Backend backend,
         @Valid @DefaultValue Kv kv, @Valid @DefaultValue Lanes lanes, @Valid @DefaultValue Routing routing,
-        @Valid @DefaultValue Api api, @Valid @DefaultValue PromptCache promptCache, @Valid @DefaultValue Store store) {
+        @Valid @DefaultValue Api api, @Valid @DefaultValue PromptCache promptCache, @Valid @DefaultValue Store store,
+        @Valid @DefaultValue StructuredOutput structuredOutput) {
 
     /**
      * @param path Hugging Face model folder (config.json, tokenizer.json, *.safetensors)
@@ -232,6 +233,27 @@ public record TqserveProperties(@Valid @DefaultValue Model model, @Valid @Defaul
      */
     public record Responses(@DefaultValue("1000") @Min(0) int maxCountPerKey,
             @DefaultValue("64MB") @NotNull DataSize maxBytesPerKey, @DefaultValue("1h") @NotNull Duration ttl) {
+    }
+
+    /**
+     * Constraint compiles of structured outputs ({@code response_format}) and tool calls.
+     *
+     * @param compileThreads threads that compile constraints; 0 = half the processors (at least 1)
+     * @param compileQueue   compiles that may wait for a thread; a request finding the queue full is refused with
+     *                       tqserve.api.queue-full-status (code queue_full)
+     * @param cacheBytes     memory cap of the compiled constraints kept for reuse (entries are per API key)
+     * @param compileTimeout a compile still running this long is ended and its request refused with a 400
+     *                       (code schema_too_complex)
+     */
+    public record StructuredOutput(@DefaultValue("0") @Min(0) int compileThreads,
+            @DefaultValue("64") @Min(1) int compileQueue, @DefaultValue("64MB") @NotNull DataSize cacheBytes,
+            @DefaultValue("30s") @NotNull Duration compileTimeout) {
+        public StructuredOutput {
+            if (compileTimeout != null && (compileTimeout.isNegative() || compileTimeout.isZero())) {
+                throw new IllegalArgumentException("tqserve.structured-output.compile-timeout must be positive, not "
+                        + compileTimeout);
+            }
+        }
     }
 
     /**

@@ -1,0 +1,169 @@
+package io.tqserve.api;
+
+import io.tqserve.constraint.CompileObserver;
+import io.tqserve.constraint.CompileObserver.Outcome;
+import io.tqserve.constraint.TokenConstraint;
+import io.tqserve.constraint.UnsupportedSchemaException;
+import java.time.Duration;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.FutureTask;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import org.springframework.beans.factory.DisposableBean;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.stereotype.Component;
+import reactor.core.Disposable;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * The threads that compile constraints ("tqserve-constraint-*"): a fixed number
+ * ({@code tqserve.structured-output.compile-threads}) behind a bounded queue
+ * ({@code tqserve.structured-output.compile-queue}), so a burst of expensive schemas waits or is refused instead of
+ * taking the request workers, the event loop or the lanes' cores. Each compile runs under a time budget
+ * ({@code tqserve.structured-output.compile-timeout}); a compile stopped at its budget or cancelled (nobody waits
+ * for it any more) is interrupted, and the compiler checks its thread's interrupt flag.
+ */
+@Component
+final class ConstraintPool implements DisposableBean {
+    private final StructuredOutputSettings settings;
+    private final ApiSettings api;
+    private final CompileObserver observer;
+    private final ThreadPoolExecutor executor;
+
+    @Autowired
+    ConstraintPool(StructuredOutputSettings settings, ApiSettings api, ObjectProvider<CompileObserver> observer) {
+        this(settings, api, observer.getIfAvailable(() -> CompileObserver.NONE));
+    }
+
+    ConstraintPool(StructuredOutputSettings settings, ApiSettings api, CompileObserver observer) {
+        this.settings = settings;
+        this.api = api;
+        this.observer = observer;
+        AtomicInteger n = new AtomicInteger();
+        this.executor = new ThreadPoolExecutor(settings.compileThreads(), settings.compileThreads(), 60,
+                TimeUnit.SECONDS, new ArrayBlockingQueue<>(settings.compileQueue()), r -> {
+                    Thread t = new Thread(r, "tqserve-constraint-" + n.incrementAndGet());
+                    t.setDaemon(true);
+                    return t;
+                });
+        executor.allowCoreThreadTimeOut(true);
+    }
+
+    private static ConstraintPool standalone;
+
+    /** A pool of default settings, made on first use, for what runs without the server's (tests, tools). */
+    static synchronized ConstraintPool standalone() {
+        if (standalone == null) {
+            standalone = new ConstraintPool(StructuredOutputSettings.DEFAULTS, new ApiSettings(java.util.List.of(),
+                    false, 512, Duration.ofSeconds(5), Duration.ofSeconds(1)), CompileObserver.NONE);
+        }
+        return standalone;
+    }
+
+    StructuredOutputSettings settings() {
+        return settings;
+    }
+
+    CompileObserver observer() {
+        return observer;
+    }
+
+    /**
+     * Starts a compile (queued when every compile thread is busy). A full queue is refused with the API's
+     * queue-full answer (429 or 503, {@code tqserve.api.queue-full-status}).
+     *
+     * @param param the request parameter the constraint comes from, named by a refusal at the time budget
+     */
+    Job submit(Callable<TokenConstraint> compile, String param) {
+        Job job = new Job(compile, param);
+        try {
+            executor.execute(job.task);
+        } catch (RejectedExecutionException e) {
+            observer.ended(Outcome.REJECTED, -1);
+            throw api.queueFull("the structured-output compile queue is full (" + settings.compileQueue()
+                    + " compiles waiting, tqserve.structured-output.compile-queue)");
+        }
+        return job;
+    }
+
+    @Override
+    public void destroy() {
+        executor.shutdownNow();
+    }
+
+    /** One compile: its result, and how to stop it. */
+    final class Job {
+        private static final int QUEUED = 0;
+        private static final int RUNNING = 1;
+        private static final int ENDED = 2;
+
+        private final CompletableFuture<TokenConstraint> result = new CompletableFuture<>();
+        private final AtomicInteger state = new AtomicInteger(QUEUED);
+        private final AtomicReference<Outcome> stoppedBy = new AtomicReference<>();
+        private final Callable<TokenConstraint> compile;
+        private final String param;
+        private final FutureTask<Void> task;
+
+        private Job(Callable<TokenConstraint> compile, String param) {
+            this.compile = compile;
+            this.param = param;
+            this.task = new FutureTask<>(this::run, null);
+        }
+
+        /** Completes with the constraint, or with the ApiException (or other error) that refuses the request. */
+        CompletableFuture<TokenConstraint> result() {
+            return result;
+        }
+
+        /** Ends the compile: out of the queue if it has not started, else its thread is interrupted. */
+        void cancel() {
+            stop(Outcome.CANCELLED, new CancellationException("no request waits for the compile any more"));
+        }
+
+        private void stop(Outcome why, Throwable error) {
+            if (!stoppedBy.compareAndSet(null, why) || !result.completeExceptionally(error)) {
+                return; // already stopped, or already ended
+            }
+            if (state.compareAndSet(QUEUED, ENDED)) {
+                executor.remove(task);
+                observer.ended(why, -1);
+            } else {
+                task.cancel(true);
+            }
+        }
+
+        private void run() {
+            if (!state.compareAndSet(QUEUED, RUNNING)) {
+                return;
+            }
+            observer.started();
+            long start = System.nanoTime();
+            Duration budget = settings.compileTimeout();
+            Disposable timer = Schedulers.parallel().schedule(() -> stop(Outcome.TIMEOUT, ApiException.invalid(param,
+                    "schema_too_complex", "compiling the constraint of " + param + " did not finish within "
+                            + budget.toMillis() + " ms (tqserve.structured-output.compile-timeout)")),
+                    budget.toNanos(), TimeUnit.NANOSECONDS);
+            Outcome outcome;
+            try {
+                TokenConstraint c = compile.call();
+                outcome = result.complete(c) ? Outcome.COMPILED : stoppedBy.get();
+            } catch (UnsupportedSchemaException e) {
+                outcome = result.completeExceptionally(ApiException.invalid(param, "unsupported_schema",
+                        e.getMessage())) ? Outcome.REFUSED : stoppedBy.get();
+            } catch (Throwable e) { // includes an interrupted compile, whose result the stop has already set
+                outcome = result.completeExceptionally(e) ? Outcome.FAILED : stoppedBy.get();
+            } finally {
+                timer.dispose();
+                state.set(ENDED);
+            }
+            observer.ended(outcome, System.nanoTime() - start);
+        }
+    }
+}

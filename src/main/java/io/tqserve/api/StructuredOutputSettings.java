@@ -1,0 +1,31 @@
+package io.tqserve.api;
+
+import java.time.Duration;
+
+/**
+ * How constraints of structured outputs and tool calls are compiled and cached ({@code tqserve.structured-output.*}).
+ *
+ * @param compileThreads threads that compile constraints (never the request or event-loop threads)
+ * @param compileQueue   compiles that may wait for a thread; a request that finds the queue full is refused with
+ *                       the queue-full status of {@code tqserve.api.queue-full-status}
+ * @param cacheBytes     most bytes of compiled constraints kept for reuse (all tenants together)
+ * @param compileTimeout a compile still running this long is ended and its request refused with a 400
+ */
+public record StructuredOutputSettings(int compileThreads, int compileQueue, long cacheBytes,
+        Duration compileTimeout) {
+    /** The defaults of TqserveProperties.StructuredOutput. */
+    public static final StructuredOutputSettings DEFAULTS = new StructuredOutputSettings(defaultThreads(), 64,
+            64L << 20, Duration.ofSeconds(30));
+
+    public StructuredOutputSettings {
+        if (compileThreads < 1 || compileQueue < 1 || cacheBytes < 0 || compileTimeout.isNegative()
+                || compileTimeout.isZero()) {
+            throw new IllegalArgumentException("invalid structured-output settings");
+        }
+    }
+
+    /** Half the processors, at least one: compiles never take the whole machine from decoding. */
+    public static int defaultThreads() {
+        return Math.max(1, Runtime.getRuntime().availableProcessors() / 2);
+    }
+}
