@@ -36,6 +36,15 @@ final class ConstraintPool implements DisposableBean {
     private final ApiSettings api;
     private final CompileObserver observer;
     private final ThreadPoolExecutor executor;
+    private volatile CompileHook hook = CompileHook.NONE;
+
+    /** Runs on the compile thread before each compile (tests: hold a compile to observe its cancellation). */
+    interface CompileHook {
+        CompileHook NONE = () -> {
+        };
+
+        void beforeCompile() throws InterruptedException;
+    }
 
     @Autowired
     ConstraintPool(StructuredOutputSettings settings, ApiSettings api, ObjectProvider<CompileObserver> observer) {
@@ -65,6 +74,10 @@ final class ConstraintPool implements DisposableBean {
                     false, 512, Duration.ofSeconds(5), Duration.ofSeconds(1)), CompileObserver.NONE);
         }
         return standalone;
+    }
+
+    void setCompileHook(CompileHook hook) {
+        this.hook = hook;
     }
 
     StructuredOutputSettings settings() {
@@ -152,6 +165,7 @@ final class ConstraintPool implements DisposableBean {
                     budget.toNanos(), TimeUnit.NANOSECONDS);
             Outcome outcome;
             try {
+                hook.beforeCompile();
                 TokenConstraint c = compile.call();
                 outcome = result.complete(c) ? Outcome.COMPILED : stoppedBy.get();
             } catch (UnsupportedSchemaException e) {

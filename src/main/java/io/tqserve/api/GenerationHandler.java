@@ -162,6 +162,12 @@ public final class GenerationHandler {
         }).onErrorMap(ApiException.class, translator::rename);
     }
 
+    /** The constraint cache of the served model, or null before the first chat request (tests). */
+    ConstraintCache constraintCache() {
+        StructuredOutput s = structured;
+        return s == null ? null : s.cache();
+    }
+
     /** The served model's constraint cache (a new one when the runtime serves another model). */
     private StructuredOutput structuredOutput(io.tqserve.model.Model model) {
         StructuredOutput s = structured;

@@ -211,6 +211,24 @@ class ConstraintCacheTest {
     }
 
     @Test
+    void theRequestDeadlineEndsTheWaitWith504AndInterruptsTheCompile() throws Exception {
+        ConstraintCache cache = cache();
+        ApiSettings api = new ApiSettings(List.of(), false, 512, Duration.ofSeconds(5), Duration.ofSeconds(1),
+                Duration.ofMillis(300), Duration.ofSeconds(1), false, 10, 1000, List.of(), List.of());
+        RequestDeadline deadline = new RequestDeadline(api, new ShutdownDrain(api));
+        Blocking compile = new Blocking(constraint("l"));
+        Mono<TokenConstraint> wait = deadline.boundWait(cache.get(new ConstraintCache.Key("t", "slow"), compile,
+                "response_format"), System.nanoTime());
+        assertThatThrownBy(() -> wait.block(WAIT)).isInstanceOfSatisfying(ApiException.class, e -> {
+            assertThat(e.status()).isEqualTo(HttpStatus.GATEWAY_TIMEOUT);
+            assertThat(e.code()).isEqualTo("request_timeout");
+        });
+        assertThat(await(compile.interrupted)).as("the compile thread was interrupted").isTrue();
+        assertThat(await(recorder.anyEnded)).isTrue();
+        assertThat(recorder.ended(CompileObserver.Outcome.CANCELLED)).isEqualTo(1);
+    }
+
+    @Test
     void aQueuedCompileThatNobodyWaitsForNeverRuns() throws Exception {
         ConstraintCache cache = cache(1, 4, 1L << 30, Duration.ofSeconds(60));
         Blocking running = new Blocking(constraint("e"));
