@@ -60,13 +60,9 @@ final class ConstraintCache {
         this.maxBytes = pool.settings().cacheBytes();
     }
 
-    /**
-     * The memory a constraint holds now. An estimate from its automaton's states and its cached masks: a state
-     * of the byte automaton takes a transition row and a distance, a cached mask up to a token id and a distance
-     * per vocabulary token.
-     */
+    /** The memory a constraint holds now (it grows with its mask cache, which its limits bound). */
     static long sizeOf(TokenConstraint c) {
-        return c.states() * 1040L + (long) c.cachedMasks() * 8L * c.vocabulary().size();
+        return c.bytes();
     }
 
     /**

@@ -2,6 +2,7 @@ package io.tqserve.api;
 
 import io.tqserve.constraint.CompileObserver;
 import io.tqserve.constraint.CompileObserver.Outcome;
+import io.tqserve.constraint.ConstraintBudgetException;
 import io.tqserve.constraint.TokenConstraint;
 import io.tqserve.constraint.UnsupportedSchemaException;
 import java.time.Duration;
@@ -26,9 +27,10 @@ import reactor.core.scheduler.Schedulers;
  * The threads that compile constraints ("tqserve-constraint-*"): a fixed number
  * ({@code tqserve.structured-output.compile-threads}) behind a bounded queue
  * ({@code tqserve.structured-output.compile-queue}), so a burst of expensive schemas waits or is refused instead of
- * taking the request workers, the event loop or the lanes' cores. Each compile runs under a time budget
- * ({@code tqserve.structured-output.compile-timeout}); a compile stopped at its budget or cancelled (nobody waits
- * for it any more) is interrupted, and the compiler checks its thread's interrupt flag.
+ * taking the request workers, the event loop or the lanes' cores. Each compile runs under the budgets of
+ * {@code tqserve.structured-output.*} (the compiler refuses a schema beyond one, naming the keyword, and watches its
+ * own clock against {@code compile-timeout}); a compile still running at twice its time budget, or cancelled because
+ * no request waits for it any more, is interrupted, and the compiler checks its thread's interrupt flag.
  */
 @Component
 final class ConstraintPool implements DisposableBean {
@@ -162,12 +164,15 @@ final class ConstraintPool implements DisposableBean {
             Disposable timer = Schedulers.parallel().schedule(() -> stop(Outcome.TIMEOUT, ApiException.invalid(param,
                     "schema_too_complex", "compiling the constraint of " + param + " did not finish within "
                             + budget.toMillis() + " ms (tqserve.structured-output.compile-timeout)")),
-                    budget.toNanos(), TimeUnit.NANOSECONDS);
+                    settings.interruptAfter().toNanos(), TimeUnit.NANOSECONDS);
             Outcome outcome;
             try {
                 hook.beforeCompile();
                 TokenConstraint c = compile.call();
                 outcome = result.complete(c) ? Outcome.COMPILED : stoppedBy.get();
+            } catch (ConstraintBudgetException e) {
+                outcome = result.completeExceptionally(ApiException.invalid(param, "schema_too_complex",
+                        e.getMessage())) ? Outcome.REFUSED : stoppedBy.get();
             } catch (UnsupportedSchemaException e) {
                 outcome = result.completeExceptionally(ApiException.invalid(param, "unsupported_schema",
                         e.getMessage())) ? Outcome.REFUSED : stoppedBy.get();

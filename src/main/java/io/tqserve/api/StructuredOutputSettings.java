@@ -1,5 +1,6 @@
 package io.tqserve.api;
 
+import io.tqserve.constraint.ConstraintLimits;
 import java.time.Duration;
 
 /**
@@ -9,19 +10,30 @@ import java.time.Duration;
  * @param compileQueue   compiles that may wait for a thread; a request that finds the queue full is refused with
  *                       the queue-full status of {@code tqserve.api.queue-full-status}
  * @param cacheBytes     most bytes of compiled constraints kept for reuse (all tenants together)
- * @param compileTimeout a compile still running this long is ended and its request refused with a 400
+ * @param compileTimeout a compile still running this long is refused with a 400 (the compiler checks its own
+ *                       clock; the pool interrupts a compile still running at twice this long)
+ * @param limits         the budget of each compile and mask (its compile time is {@code compileTimeout})
  */
 public record StructuredOutputSettings(int compileThreads, int compileQueue, long cacheBytes,
-        Duration compileTimeout) {
+        Duration compileTimeout, ConstraintLimits limits) {
     /** The defaults of TqserveProperties.StructuredOutput. */
     public static final StructuredOutputSettings DEFAULTS = new StructuredOutputSettings(defaultThreads(), 64,
-            64L << 20, Duration.ofSeconds(30));
+            64L << 20, Duration.ofMillis(ConstraintLimits.DEFAULT.compileMillis()), ConstraintLimits.DEFAULT);
 
     public StructuredOutputSettings {
         if (compileThreads < 1 || compileQueue < 1 || cacheBytes < 0 || compileTimeout.isNegative()
                 || compileTimeout.isZero()) {
             throw new IllegalArgumentException("invalid structured-output settings");
         }
+        ConstraintLimits l = limits;
+        limits = new ConstraintLimits(l.maxNodes(), l.maxLexemeStates(), l.maxEnumBytes(), l.maxConfigurations(),
+                l.maxClosingBytes(), l.maxWhitespace(), l.maskCacheBytes(), l.maskWork(),
+                Math.max(1, compileTimeout.toMillis()));
+    }
+
+    /** When the pool interrupts a compile that has not ended by its own clock. */
+    Duration interruptAfter() {
+        return compileTimeout.multipliedBy(2);
     }
 
     /** Half the processors, at least one: compiles never take the whole machine from decoding. */

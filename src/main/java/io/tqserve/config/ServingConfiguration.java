@@ -57,7 +57,10 @@ public class ServingConfiguration {
         TqserveProperties.StructuredOutput s = props.structuredOutput();
         return new io.tqserve.api.StructuredOutputSettings(s.compileThreads() == 0
                 ? io.tqserve.api.StructuredOutputSettings.defaultThreads() : s.compileThreads(), s.compileQueue(),
-                s.cacheBytes().toBytes(), s.compileTimeout());
+                s.cacheBytes().toBytes(), s.compileTimeout(), new io.tqserve.constraint.ConstraintLimits(s.maxNodes(),
+                        s.maxLexemeStates(), s.maxEnumBytes().toBytes(), s.maxConfigurations(),
+                        s.maxClosingBytes().toBytes(), s.maxWhitespace(), s.maskCacheBytes().toBytes(), s.maskWork(),
+                        Math.max(1, s.compileTimeout().toMillis())));
     }
 
     @Bean

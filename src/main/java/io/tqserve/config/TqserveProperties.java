@@ -241,13 +241,26 @@ public record TqserveProperties(@Valid @DefaultValue Model model, @Valid @Defaul
      * @param compileThreads threads that compile constraints; 0 = half the processors (at least 1)
      * @param compileQueue   compiles that may wait for a thread; a request finding the queue full is refused with
      *                       tqserve.api.queue-full-status (code queue_full)
-     * @param cacheBytes     memory cap of the compiled constraints kept for reuse (entries are per API key)
-     * @param compileTimeout a compile still running this long is ended and its request refused with a 400
-     *                       (code schema_too_complex)
+     * @param cacheBytes        memory cap of the compiled constraints kept for reuse (entries are per API key)
+     * @param compileTimeout    a compile still running this long is refused with a 400 (code schema_too_complex)
+     * @param maxNodes          grammar nodes one schema may compile to
+     * @param maxLexemeStates   automaton states of one regular piece (a format, an integer range)
+     * @param maxEnumBytes      bytes of the values of one enum
+     * @param maxConfigurations parser configurations alive at once (ambiguous anyOf branches, optional members
+     *                          sharing a prefix)
+     * @param maxClosingBytes   length of the shortest document valid against the schema
+     * @param maxWhitespace     bytes of one run of JSON whitespace in the output
+     * @param maskCacheBytes    memory of one constraint's cache of lexeme masks
+     * @param maskWork          parser steps one token mask may take (configurations times trie nodes)
      */
     public record StructuredOutput(@DefaultValue("0") @Min(0) int compileThreads,
             @DefaultValue("64") @Min(1) int compileQueue, @DefaultValue("64MB") @NotNull DataSize cacheBytes,
-            @DefaultValue("30s") @NotNull Duration compileTimeout) {
+            @DefaultValue("2s") @NotNull Duration compileTimeout, @DefaultValue("100000") @Min(1) int maxNodes,
+            @DefaultValue("5000") @Min(1) int maxLexemeStates, @DefaultValue("4MB") @NotNull DataSize maxEnumBytes,
+            @DefaultValue("512") @Min(1) int maxConfigurations,
+            @DefaultValue("1MB") @NotNull DataSize maxClosingBytes, @DefaultValue("32") @Min(0) int maxWhitespace,
+            @DefaultValue("16MB") @NotNull DataSize maskCacheBytes,
+            @DefaultValue("50000000") @Min(1) long maskWork) {
         public StructuredOutput {
             if (compileTimeout != null && (compileTimeout.isNegative() || compileTimeout.isZero())) {
                 throw new IllegalArgumentException("tqserve.structured-output.compile-timeout must be positive, not "

@@ -4,7 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.tqserve.constraint.CompileObserver;
-import io.tqserve.constraint.JsonAutomata;
+import io.tqserve.constraint.ConstraintLimits;
+import io.tqserve.constraint.Grammar;
 import io.tqserve.constraint.TokenConstraint;
 import io.tqserve.constraint.Vocabulary;
 import java.time.Duration;
@@ -84,12 +85,13 @@ class ConstraintCacheTest {
 
     /** A real compiled constraint: the JSON string literal of {@code text}. */
     static TokenConstraint constraint(String text) {
-        return new TokenConstraint(JsonAutomata.literal("\"" + text + "\""), VOCABULARY);
+        return new TokenConstraint(Grammar.literal("\"" + text + "\""), VOCABULARY);
     }
 
     ConstraintCache cache(int threads, int queue, long bytes, Duration timeout) {
         ApiSettings api = new ApiSettings(List.of(), false, 512, Duration.ofSeconds(5), Duration.ofSeconds(1));
-        ConstraintPool pool = new ConstraintPool(new StructuredOutputSettings(threads, queue, bytes, timeout), api,
+        ConstraintPool pool = new ConstraintPool(new StructuredOutputSettings(threads, queue, bytes, timeout,
+                ConstraintLimits.DEFAULT), api,
                 recorder);
         pools.add(pool);
         return new ConstraintCache(pool);
@@ -260,6 +262,28 @@ class ConstraintCacheTest {
         assertThat(await(compile.interrupted)).isTrue();
         assertThat(await(recorder.anyEnded)).isTrue();
         assertThat(recorder.ended(CompileObserver.Outcome.TIMEOUT)).isEqualTo(1);
+    }
+
+    @Test
+    void aSchemaBeyondACompileBudgetIsA400NamingTheKeyword() {
+        ConstraintCache cache = cache();
+        Mono<TokenConstraint> m = cache.get(new ConstraintCache.Key("t", "big"), () -> {
+            throw new io.tqserve.constraint.ConstraintBudgetException("enum", "20000 values");
+        }, "response_format");
+        assertThatThrownBy(() -> m.block(WAIT)).isInstanceOfSatisfying(ApiException.class, e -> {
+            assertThat(e.status()).isEqualTo(HttpStatus.BAD_REQUEST);
+            assertThat(e.code()).isEqualTo("schema_too_complex");
+            assertThat(e.param()).isEqualTo("response_format");
+            assertThat(e.getMessage()).contains("'enum'");
+        });
+        Mono<TokenConstraint> u = cache.get(new ConstraintCache.Key("t", "odd"), () -> {
+            throw new io.tqserve.constraint.UnsupportedSchemaException("patternProperties", "not supported");
+        }, "tools");
+        assertThatThrownBy(() -> u.block(WAIT)).isInstanceOfSatisfying(ApiException.class, e -> {
+            assertThat(e.code()).isEqualTo("unsupported_schema");
+            assertThat(e.param()).isEqualTo("tools");
+        });
+        assertThat(cache.size()).isZero();
     }
 
     @Test
