@@ -68,15 +68,19 @@ final class EcmaRegex {
 
     /** Any string of BMP characters (no surrogate code units). */
     static Automaton anyString() {
-        return BasicAutomata.makeCharRange('\u0000', '\uD7FF').union(BasicAutomata.makeCharRange('\uE000', MAX))
-                .repeat();
+        return anyChar().repeat();
+    }
+
+    /** One BMP character (not a surrogate code unit). */
+    static Automaton anyChar() {
+        return BasicAutomata.makeCharRange('\u0000', '\uD7FF').union(BasicAutomata.makeCharRange('\uE000', MAX));
     }
 
     private Automaton bound(Automaton a) {
         if (a.getNumberOfStates() > maxStates) {
             a.minimize();
             if (a.getNumberOfStates() > maxStates) {
-                throw new UnsupportedSchemaException("pattern", "the pattern /" + p + "/ needs more than " + maxStates
+                throw new ConstraintBudgetException("pattern", "the pattern /" + p + "/ needs more than " + maxStates
                         + " automaton states");
             }
         }
@@ -193,7 +197,7 @@ final class EcmaRegex {
             return null;
         }
         if (lo > MAX_REPEAT || hi > MAX_REPEAT) {
-            throw new UnsupportedSchemaException("pattern", "the pattern /" + p + "/ repeats more than "
+            throw new ConstraintBudgetException("pattern", "the pattern /" + p + "/ repeats more than "
                     + MAX_REPEAT + " times");
         }
         if (hi >= 0 && hi < lo) {

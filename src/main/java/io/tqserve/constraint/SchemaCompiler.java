@@ -15,6 +15,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -38,7 +39,13 @@ public final class SchemaCompiler {
     private static final Set<String> KNOWN = Set.of("type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref",
             "properties", "required", "additionalProperties", "items", "minItems", "maxItems", "uniqueItems",
             "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "format",
-            "nullable");
+            "nullable", "pattern");
+    /** Validation keywords (drafts 3 to 2020-12) that are not enforced: a schema using one is refused. */
+    private static final Set<String> REFUSED = Set.of("multipleOf", "maxContains", "minContains", "dependentRequired",
+            "not", "if", "dependentSchemas", "prefixItems", "contains", "patternProperties", "propertyNames",
+            "unevaluatedItems", "unevaluatedProperties", "$dynamicRef", "$recursiveRef", "dependencies", "disallow",
+            "extends", "divisibleBy", "$anchor", "$dynamicAnchor", "$recursiveAnchor", "contentEncoding",
+            "contentMediaType", "contentSchema");
     /** Keywords that may stand beside {@code enum}/{@code const} (the values are filtered by type). */
     private static final Set<String> BESIDE_ENUM = Set.of("type", "nullable", "enum", "const");
 
@@ -136,19 +143,11 @@ public final class SchemaCompiler {
         if (Boolean.TRUE.equals(schema)) {
             return anyValue();
         }
-        if (!(schema instanceof Map<?, ?> m)) {
+        if (!(schema instanceof Map<?, ?> raw)) {
             throw new UnsupportedSchemaException("schema", "the schema at " + at + " must be an object or true");
         }
-        List<String> constraining = new ArrayList<>();
-        for (Object k : m.keySet()) {
-            String key = String.valueOf(k);
-            if (!KNOWN.contains(key) && !ANNOTATIONS.contains(key)) {
-                throw unsupported(key, at);
-            }
-            if (KNOWN.contains(key)) {
-                constraining.add(key);
-            }
-        }
+        Map<String, Object> m = normalize(raw, at);
+        List<String> constraining = new ArrayList<>(m.keySet());
         if (m.containsKey("$ref")) {
             for (String k : constraining) {
                 if (!k.equals("$ref")) {
@@ -199,6 +198,86 @@ public final class SchemaCompiler {
         }
         Node typed = typed(m, at);
         return typed == null ? anyValue() : typed;
+    }
+
+    /**
+     * The keywords of a schema object that constrain the instance, in draft 2020-12 spelling. Keywords of no
+     * validation vocabulary (annotations, extensions such as {@code x-...}, misspellings) are dropped: JSON Schema
+     * ignores unknown keywords. Validation keywords this compiler cannot enforce exactly are refused. Draft 4's
+     * boolean {@code exclusiveMinimum}/{@code exclusiveMaximum} become the numeric form; {@code minProperties},
+     * {@code maxProperties} and {@code additionalItems} are dropped where they cannot fail (else refused).
+     */
+    private Map<String, Object> normalize(Map<?, ?> raw, String at) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        for (Map.Entry<?, ?> e : raw.entrySet()) {
+            String key = String.valueOf(e.getKey());
+            if (REFUSED.contains(key)) {
+                throw unsupported(key, at);
+            }
+            if (KNOWN.contains(key)) {
+                m.put(key, e.getValue());
+            }
+        }
+        for (String idKey : List.of("$id", "id")) {
+            // a nested base URI changes what the $refs beneath it point to
+            if (!at.equals("#") && raw.get(idKey) instanceof String id && !id.startsWith("#") && hasRef(raw)) {
+                throw new UnsupportedSchemaException(idKey, "'" + idKey + "' (at " + at + ") with $refs beneath it "
+                        + "is not supported by constrained decoding");
+            }
+        }
+        for (String[] pair : new String[][] {{"exclusiveMinimum", "minimum"}, {"exclusiveMaximum", "maximum"}}) {
+            if (m.get(pair[0]) instanceof Boolean exclusive) {
+                m.remove(pair[0]);
+                if (exclusive && m.containsKey(pair[1])) {
+                    m.put(pair[0], m.remove(pair[1]));
+                }
+            }
+        }
+        Set<String> required = new HashSet<>();
+        if (raw.get("required") instanceof List<?> r) {
+            r.forEach(x -> required.add(String.valueOf(x)));
+        }
+        if (raw.containsKey("minProperties")) {
+            if (!(raw.get("minProperties") instanceof Number n) || n.longValue() > required.size()) {
+                throw new UnsupportedSchemaException("minProperties", "minProperties (at " + at + ") beyond the "
+                        + "required properties is not supported by constrained decoding");
+            }
+        }
+        if (raw.containsKey("maxProperties")) {
+            Set<String> all = new HashSet<>(required);
+            if (raw.get("properties") instanceof Map<?, ?> props) {
+                props.keySet().forEach(k -> all.add(String.valueOf(k)));
+            }
+            if (!(raw.get("maxProperties") instanceof Number n) || !Boolean.FALSE.equals(raw.get(
+                    "additionalProperties")) || n.longValue() < all.size()) {
+                throw new UnsupportedSchemaException("maxProperties", "maxProperties (at " + at + ") that can fail "
+                        + "is not supported by constrained decoding");
+            }
+        }
+        if (raw.containsKey("additionalItems") && raw.get("items") instanceof List<?>) {
+            throw unsupported("additionalItems", at);
+        }
+        return m;
+    }
+
+    private static boolean hasRef(Object schema) {
+        if (schema instanceof Map<?, ?> m) {
+            if (m.containsKey("$ref")) {
+                return true;
+            }
+            for (Object v : m.values()) {
+                if (hasRef(v)) {
+                    return true;
+                }
+            }
+        } else if (schema instanceof List<?> l) {
+            for (Object v : l) {
+                if (hasRef(v)) {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     private List<Node> branches(Object list, String keyword, String at) {
@@ -415,7 +494,8 @@ public final class SchemaCompiler {
                 types.add("object");
             } else if (m.containsKey("items") || m.containsKey("minItems") || m.containsKey("maxItems")) {
                 types.add("array");
-            } else if (m.containsKey("minLength") || m.containsKey("maxLength")) {
+            } else if (m.containsKey("minLength") || m.containsKey("maxLength") || m.containsKey("pattern")
+                    || m.containsKey("format")) {
                 types.add("string");
             } else if (m.containsKey("minimum") || m.containsKey("maximum")) {
                 types.add("number");
@@ -451,25 +531,79 @@ public final class SchemaCompiler {
             throw new UnsupportedSchemaException("maxLength", "maxLength < minLength at " + at);
         }
         Object format = m.get("format");
+        Object pattern = m.get("pattern");
         Node quote = lit("\"", at);
-        if (format != null) {
-            Automaton a = Scalars.format(String.valueOf(format));
-            if (a == null) {
-                throw new UnsupportedSchemaException("format", "string format '" + format + "' (at " + at
-                        + ") is not supported by constrained decoding (supported: uuid)");
-            }
-            // the supported formats are fixed-length ASCII: check the length bounds against the format's
-            int len = a.getShortestExample(true).length();
-            if (len < min || max >= 0 && len > max) {
-                return Grammar.fail();
-            }
-            return seq(at, quote, count(new Lex(JsonLexemes.of("format " + format, a, limits.maxLexemeStates(),
-                    "format"), 0, -1), at), quote);
+        if (format != null || pattern != null) {
+            return patterned(format, pattern, min, max, at);
         }
         if (max == 0) {
             return lit("\"\"", at);
         }
         return seq(at, quote, count(new Lex(JsonLexemes.STRING_CHAR, min, max), at), quote);
+    }
+
+    /**
+     * A string with a {@code format} and/or a {@code pattern}: the intersection of their character automata and
+     * the length bounds, as one lexeme over the bytes of the string's contents.
+     */
+    private Node patterned(Object format, Object pattern, int min, int max, String at) {
+        Automaton chars = EcmaRegex.anyString();
+        String keyword = "pattern";
+        String name = "";
+        if (format != null) {
+            chars = Formats.chars(String.valueOf(format));
+            if (chars == null) {
+                throw new UnsupportedSchemaException("format", "string format '" + format + "' (at " + at
+                        + ") is not supported by constrained decoding (supported: "
+                        + String.join(", ", new java.util.TreeSet<>(Formats.SUPPORTED)) + ")");
+            }
+            keyword = "format";
+            name = "format " + format;
+        }
+        if (pattern != null) {
+            if (!(pattern instanceof String p)) {
+                throw new UnsupportedSchemaException("pattern", "pattern at " + at + " must be a string");
+            }
+            chars = chars.intersection(EcmaRegex.search(p, limits.maxLexemeStates()));
+            keyword = "pattern";
+            name = (name.isEmpty() ? "" : name + ", ") + "pattern /" + p + "/";
+        }
+        check(at);
+        if (min > 0 || max >= 0) {
+            int longest = chars.isFinite() ? longest(chars) : Integer.MAX_VALUE;
+            boolean fits = max < 0 || longest <= max;
+            boolean longEnough = min == 0 || chars.getShortestExample(true) != null
+                    && chars.getShortestExample(true).length() >= min;
+            if (!fits || !longEnough) {
+                if (Math.max(min, max) > EcmaRegex.MAX_REPEAT) {
+                    throw new ConstraintBudgetException(max > EcmaRegex.MAX_REPEAT ? "maxLength" : "minLength",
+                            "length bounds above " + EcmaRegex.MAX_REPEAT + " beside a pattern or format (at " + at
+                            + ") are beyond the compile budget");
+                }
+                Automaton anyChar = EcmaRegex.anyChar();
+                chars = chars.intersection(max < 0 ? anyChar.repeat(min) : anyChar.repeat(min, max));
+            }
+        }
+        chars.minimize();
+        if (chars.isEmpty()) {
+            return Grammar.fail();
+        }
+        Automaton bytes = JsonStringContent.of(chars);
+        return seq(at, lit("\"", at), count(new Lex(JsonLexemes.of(name, bytes, limits.maxLexemeStates(), keyword),
+                0, -1), at), lit("\"", at));
+    }
+
+    /** Length of the longest string of a finite automaton. */
+    private static int longest(Automaton a) {
+        Set<String> all = a.getFiniteStrings(10_000);
+        if (all == null) {
+            return Integer.MAX_VALUE;
+        }
+        int best = 0;
+        for (String s : all) {
+            best = Math.max(best, s.length());
+        }
+        return best;
     }
 
     private static final Automaton INTEGER = new RegExp("-?(0|[1-9][0-9]{0,18})").toAutomaton();
