@@ -2,8 +2,15 @@ package io.tqserve.constraint;
 
 import dk.brics.automaton.Automaton;
 import dk.brics.automaton.BasicAutomata;
+import dk.brics.automaton.State;
+import dk.brics.automaton.Transition;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
 
 /**
  * A JSON Schema {@code pattern} (an ECMA-262 regular expression, matched anywhere in the string unless anchored)
@@ -61,9 +68,81 @@ final class EcmaRegex {
                 throw r.error("unexpected '" + r.p.charAt(r.i) + "'");
             }
         }
-        Automaton a = Automaton.union(branches).intersection(anyString());
-        a.minimize();
-        return r.bound(a);
+        Automaton a = determinize(Automaton.union(branches).intersection(anyString()), maxStates, pattern);
+        a.minimize(); // Hopcroft on a DFA: polynomial
+        return a;
+    }
+
+    /**
+     * The subset construction with a bound: dk.brics' own determinization has none (an unanchored pattern can need
+     * exponentially many states) and cannot be interrupted, so it is done here, stopping at {@code maxStates}.
+     */
+    static Automaton determinize(Automaton nfa, int maxStates, String pattern) {
+        java.util.TreeSet<Character> starts = new java.util.TreeSet<>();
+        starts.add('\u0000');
+        for (State q : nfa.getStates()) {
+            for (Transition t : q.getTransitions()) {
+                starts.add(t.getMin());
+                if (t.getMax() < MAX) {
+                    starts.add((char) (t.getMax() + 1));
+                }
+            }
+        }
+        char[] points = new char[starts.size()];
+        int np = 0;
+        for (char c : starts) {
+            points[np++] = c;
+        }
+        Map<Set<State>, State> dfa = new HashMap<>();
+        ArrayDeque<Set<State>> work = new ArrayDeque<>();
+        Set<State> init = Set.of(nfa.getInitialState());
+        State start = new State();
+        dfa.put(init, start);
+        work.add(init);
+        while (!work.isEmpty()) {
+            if (Thread.currentThread().isInterrupted()) {
+                throw new java.util.concurrent.CancellationException("constraint compile cancelled");
+            }
+            Set<State> set = work.poll();
+            State from = dfa.get(set);
+            for (State q : set) {
+                if (q.isAccept()) {
+                    from.setAccept(true);
+                    break;
+                }
+            }
+            for (int n = 0; n < points.length; n++) {
+                char lo = points[n];
+                char hi = n + 1 < points.length ? (char) (points[n + 1] - 1) : MAX;
+                Set<State> next = new HashSet<>();
+                for (State q : set) {
+                    for (Transition t : q.getTransitions()) {
+                        if (t.getMin() <= lo && lo <= t.getMax()) {
+                            next.add(t.getDest());
+                        }
+                    }
+                }
+                if (next.isEmpty()) {
+                    continue;
+                }
+                State to = dfa.get(next);
+                if (to == null) {
+                    if (dfa.size() >= maxStates) {
+                        throw new ConstraintBudgetException("pattern", "the pattern /" + pattern + "/ needs more "
+                                + "than " + maxStates + " automaton states");
+                    }
+                    to = new State();
+                    dfa.put(next, to);
+                    work.add(next);
+                }
+                from.addTransition(new Transition(lo, hi, to));
+            }
+        }
+        Automaton a = new Automaton();
+        a.setInitialState(start);
+        a.setDeterministic(true);
+        a.reduce();
+        return a;
     }
 
     /** Any string of BMP characters (no surrogate code units). */
@@ -71,18 +150,37 @@ final class EcmaRegex {
         return anyChar().repeat();
     }
 
+    /** Strings of {@code min} to {@code max} BMP characters ({@code max} -1: no upper bound), as a DFA. */
+    static Automaton lengths(int min, int max) {
+        int n = max < 0 ? min + 1 : max + 1;
+        State[] states = new State[n];
+        for (int k = 0; k < n; k++) {
+            states[k] = new State();
+            states[k].setAccept(k >= min);
+        }
+        for (int k = 0; k < n; k++) {
+            State to = k + 1 < n ? states[k + 1] : max < 0 ? states[k] : null;
+            if (to != null) {
+                states[k].addTransition(new Transition('\u0000', '\uD7FF', to));
+                states[k].addTransition(new Transition('\uE000', MAX, to));
+            }
+        }
+        Automaton a = new Automaton();
+        a.setInitialState(states[0]);
+        a.setDeterministic(true);
+        return a;
+    }
+
     /** One BMP character (not a surrogate code unit). */
     static Automaton anyChar() {
         return BasicAutomata.makeCharRange('\u0000', '\uD7FF').union(BasicAutomata.makeCharRange('\uE000', MAX));
     }
 
+    /** The parts are built without determinizing (linear); a part already over the bound is refused. */
     private Automaton bound(Automaton a) {
         if (a.getNumberOfStates() > maxStates) {
-            a.minimize();
-            if (a.getNumberOfStates() > maxStates) {
-                throw new ConstraintBudgetException("pattern", "the pattern /" + p + "/ needs more than " + maxStates
-                        + " automaton states");
-            }
+            throw new ConstraintBudgetException("pattern", "the pattern /" + p + "/ needs more than " + maxStates
+                    + " automaton states");
         }
         return a;
     }

@@ -547,7 +547,7 @@ public final class SchemaCompiler {
      * the length bounds, as one lexeme over the bytes of the string's contents.
      */
     private Node patterned(Object format, Object pattern, int min, int max, String at) {
-        Automaton chars = EcmaRegex.anyString();
+        Automaton chars = null; // DFAs only below: products of DFAs stay deterministic (no subset construction)
         String keyword = "pattern";
         String name = "";
         if (format != null) {
@@ -564,7 +564,8 @@ public final class SchemaCompiler {
             if (!(pattern instanceof String p)) {
                 throw new UnsupportedSchemaException("pattern", "pattern at " + at + " must be a string");
             }
-            chars = chars.intersection(EcmaRegex.search(p, limits.maxLexemeStates()));
+            Automaton search = EcmaRegex.search(p, limits.maxLexemeStates());
+            chars = chars == null ? search : chars.intersection(search);
             keyword = "pattern";
             name = (name.isEmpty() ? "" : name + ", ") + "pattern /" + p + "/";
         }
@@ -580,8 +581,7 @@ public final class SchemaCompiler {
                             "length bounds above " + EcmaRegex.MAX_REPEAT + " beside a pattern or format (at " + at
                             + ") are beyond the compile budget");
                 }
-                Automaton anyChar = EcmaRegex.anyChar();
-                chars = chars.intersection(max < 0 ? anyChar.repeat(min) : anyChar.repeat(min, max));
+                chars = chars.intersection(EcmaRegex.lengths(min, max));
             }
         }
         chars.minimize();
