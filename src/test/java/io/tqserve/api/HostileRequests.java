@@ -296,7 +296,7 @@ final class HostileRequests {
         byte[] body = json(base(path)).getBytes(StandardCharsets.UTF_8);
         String[][] auths = {{}, {"Authorization", "Bearer wrong"}, {"Authorization", "Basic " + key},
             {"Authorization", "Bearer " + key + " extra"}, {"Authorization", "Bearer"}, {"Authorization", "bearer "},
-            {"X-Api-Key", key}};
+            {"X-Api-Key", "wrong"}, {"X-Api-Key", key + " extra"}, {"X-Api-Key", ""}}; // x-api-key is a key (Anthropic)
         String[] a = auths[rnd.nextInt(auths.length)];
         List<String> h = new ArrayList<>(List.of("Content-Type", "application/json"));
         h.addAll(List.of(a));
