@@ -21,8 +21,9 @@ import jdk.incubator.vector.VectorOperators;
  * type check it can prove) before they are stored after the loop. Without the cast, {@code intoArray}'s calls on its
  * receiver were resolved from the type profile {@code intoArray} gathers across all its callers: when that profile
  * held exactly two vector classes (this class's 256-bit vectors and the prologue's 128-bit ones) C2 inlined both
- * behind a type test and boxed the accumulators on every step of the loop (docs/benchmarks.md, "Why the kernels look
- * the way they do"); with the cast the receiver's class is known when the call is parsed.
+ * behind a type test and boxed the accumulators on every step of the loop (docs/benchmarks-journal.md, "Why the
+ * kernels look the way they do: a cause of the boxing"); with the cast the receiver's class is known when the call
+ * is parsed.
  */
 final class QuantizedLoops {
     /** Lanes [L/2, L): the second group of a 4-bit block that holds two groups ({@link QuantizedVector#span2}). */

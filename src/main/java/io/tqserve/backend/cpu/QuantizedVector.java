@@ -42,7 +42,7 @@ final class QuantizedVector {
      * (8L codes at 4 bits), and a group must hold whole blocks: with 512-bit vectors a 4-bit block is 128 columns, so
      * groups of 64 (mlx-community's default) would fall to the scalar path, about 20 times slower in decode. On AMD
      * Zen 4, whose 512-bit operations issue as two 256-bit halves, 512-bit versions of these loops measured no faster
-     * (docs/benchmarks.md, "Quantized weights: decode").
+     * (docs/benchmarks-journal.md, quantized weights on the AVX-512 machine, 2026-12-01).
      */
     static final VectorSpecies<Float> F = FloatVector.SPECIES_PREFERRED.vectorBitSize() > 256
             ? FloatVector.SPECIES_256 : FloatVector.SPECIES_PREFERRED;

@@ -21,8 +21,8 @@ public final class VectorKernels implements Kernels {
     // The vector expressions are written out in every loop on purpose: a small helper method returning a vector
     // is compiled on its own once hot, is then too big for C2 to inline (InlineSmallCode), and its result gets
     // boxed on every call, which cuts decode bandwidth by a large factor depending on compilation order
-    // (docs/benchmarks.md, "Why the kernels look the way they do"). Accumulators are cast to F's vector class
-    // (F.vectorType().cast) before they are stored after a loop, for the reason given at QuantizedLoops.
+    // (docs/benchmarks-journal.md, "Why the kernels look the way they do"). Accumulators are cast to F's vector
+    // class (F.vectorType().cast) before they are stored after a loop, for the reason given at QuantizedLoops.
     static final VectorSpecies<Float> F = FloatVector.SPECIES_PREFERRED;
     static final VectorSpecies<Integer> I = IntVector.SPECIES_PREFERRED;
     /** Shorts with as many lanes as F: half the bit size. */

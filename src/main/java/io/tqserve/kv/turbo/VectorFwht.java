@@ -16,7 +16,7 @@ import jdk.incubator.vector.VectorSpecies;
  *
  * <p>The vector code is deliberately written out straight-line: a helper method that takes or returns a vector is
  * not always inlined by C2 (e.g. once it has its own large compiled body), and then every vector is boxed on the
- * heap, several times slower (docs/benchmarks.md).
+ * heap, several times slower (docs/benchmarks-journal.md).
  */
 final class VectorFwht {
     static final VectorSpecies<Float> F = FloatVector.SPECIES_PREFERRED;
