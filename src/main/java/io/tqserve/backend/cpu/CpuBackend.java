@@ -18,6 +18,12 @@ public final class CpuBackend implements ComputeBackend {
     public static final String REPACK_PROPERTY = "tqserve.cpu.repack";
 
 
+    /**
+     * Activation rows one pass of {@link PackedGemm} takes: 32 rows of 2048 floats (256 KB) stay in a core's L2 while
+     * every weight group of the thread's block runs over them; more rows are more passes over the block's weights.
+     */
+    static final int GEMM_ROW_BLOCK = 32;
+
     private final Kernels kernels;
     private final KernelPool pool;
     private final String why;
@@ -106,7 +112,7 @@ public final class CpuBackend implements ComputeBackend {
             per[k] = ((outDim + blocks - 1) / blocks + 3) / 4 * 4; // whole 4-row blocks for matvec and tiles
             start[k + 1] = start[k] + (outDim + per[k] - 1) / per[k];
             if (!ws[k].quantized()) {
-                packs[k] = rows == 1 ? packed.get(ws[k]) : null;
+                packs[k] = packed.get(ws[k]);
                 continue;
             }
             qpacks[k] = qpacked.get(ws[k]);
@@ -145,6 +151,17 @@ public final class CpuBackend implements ComputeBackend {
                     VectorMatmul.matvec4Packed(pack, 2L * j * inDim, inDim, x, 0, out, j);
                 } else {
                     kernels.matvec(w, j, Math.min(4, to - j), x, 0, out, j);
+                }
+            }
+            return;
+        }
+        if (pack != null) {
+            // matrix-matrix on the packed copy: one pass over the block's weights per block of activation rows
+            // (PackedGemm); the blocks keep a prefill's activations in L2 while a group's tiles run over them
+            for (int r0 = 0; r0 < rows; r0 += GEMM_ROW_BLOCK) {
+                int rb = Math.min(GEMM_ROW_BLOCK, rows - r0);
+                for (int j = from; j < to; j += 4) {
+                    PackedGemm.group(pack, 2L * j * inDim, inDim, x, r0 * inDim, rb, out, r0 * outDim + j, outDim);
                 }
             }
             return;
