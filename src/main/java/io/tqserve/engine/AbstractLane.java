@@ -37,6 +37,10 @@ abstract class AbstractLane implements Lane {
     private final AtomicLong verificationPasses = new AtomicLong();
     private final AtomicLong verifiedTokens = new AtomicLong();
     protected final Thread thread;
+    /** What a step and a draft row cost on this lane, measured by its thread ({@link SpeculationGate}). */
+    protected final SpeculationGate.StepCost stepCost = new SpeculationGate.StepCost();
+    /** Decode sequences in the step being assembled (the lane's thread sets it before calling decodeChunk). */
+    protected int stepSequences = 1;
 
     AbstractLane(Model model, KvScheme scheme, long kvBudgetBytes, int queueCapacity, String threadName) {
         this.model = model;
@@ -91,12 +95,13 @@ abstract class AbstractLane implements Lane {
 
     /**
      * Proposes a draft for {@code seq}'s next decode step when speculation applies to it (CPU caches only: a device
-     * step samples on the device) and returns the step's chunk: the last token alone, or the last token and the
+     * step samples on the device) and pays by the lane's measured costs and the sequence's acceptance
+     * ({@link SpeculationGate}), and returns the step's chunk: the last token alone, or the last token and the
      * draft with logits for every row.
      */
     protected Transformer.Chunk decodeChunk(Sequence seq) {
         if (seq.deviceSampler == null && !model.transformer().runsOnDevice(seq.cache)
-                && seq.proposeDraft(promptLookup) > 0) {
+                && seq.proposeDraft(promptLookup, stepCost.rowCostInTokens(stepSequences)) > 0) {
             int[] in = seq.verificationInput();
             return new Transformer.Chunk(seq.cache, in, 0, in.length, true);
         }
@@ -133,8 +138,10 @@ abstract class AbstractLane implements Lane {
             accepted++;
         }
         seq.aheadInCache = 0;
-        if (!finished && seq.cache != null) {
-            seq.cache.truncate(base + 1 + accepted);
+        if (seq.cache != null) {
+            if (!finished) {
+                seq.cache.truncate(base + 1 + accepted);
+            }
             seq.draftOutcome(accepted, drafted);
         }
         draftTokens.addAndGet(drafted);

@@ -111,6 +111,7 @@ public final class BatchedBf16Lane extends AbstractLane {
         List<Transformer.Chunk> chunks = new ArrayList<>(active.size());
         List<Sequence> owners = new ArrayList<>(active.size());
         int prefilling = 0;
+        stepSequences = active.size();
         for (Sequence s : active) {
             Integer fi = flying.get(s);
             if (fi != null) {
@@ -322,6 +323,17 @@ public final class BatchedBf16Lane extends AbstractLane {
     private void runStep(List<Transformer.Chunk> chunks, List<Sequence> owners) {
         Transformer t = model.transformer();
         float[] logits;
+        int decoding = 0;
+        int draftRows = 0;
+        for (int i = 0; i < chunks.size(); i++) {
+            if (owners.get(i).inPrefill()) {
+                decoding = -1; // a step with a prompt chunk says nothing about decode rows
+                break;
+            }
+            decoding++;
+            draftRows += chunks.get(i).count() - 1;
+        }
+        long t0 = System.nanoTime();
         try {
             logits = t.forward(state, chunks);
         } catch (RuntimeException | Error e) {
@@ -353,6 +365,9 @@ public final class BatchedBf16Lane extends AbstractLane {
         presample(chunks, owners, logits, offsets, sampled);
         for (int i = 0; i < chunks.size(); i++) {
             consume(owners.get(i), chunks.get(i), logits, offsets[i], sampled[i]);
+        }
+        if (decoding > 0) { // the pass and its sampling
+            stepCost.observe(decoding, draftRows, System.nanoTime() - t0);
         }
     }
 

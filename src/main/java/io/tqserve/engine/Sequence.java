@@ -41,13 +41,13 @@ final class Sequence {
     int cachedTokens;       // prompt tokens restored from the prompt cache
     float[] readyLogits;    // next-token logits restored with a whole cached prompt (nothing left to prefill)
     long accountedKvBytes;  // this cache's bytes counted in the lane's kvBytesUsed
-    private final int[] history; // prompt + output tokens, for prompt-lookup drafting (null when the request opted out)
+    // Prompt-lookup state, allocated at the first draft proposal (never for a request that opted out, a lane with
+    // the lookup off, or a device-sampled sequence): prompt + output tokens, grown as the output grows.
+    private int[] history;
     private int historyLength;
-    final int[] draft;      // draft tokens fed after lastToken in the pending verification pass
+    int[] draft;            // draft tokens fed after lastToken in the pending verification pass (null until needed)
     int drafted;            // how many of draft[] the pending pass verifies (0: a plain decode step)
-    private int draftLimit = MAX_DRAFT; // adaptive cap on the next draft (see draftOutcome)
-    private int backoff;    // decode steps to skip drafting after a draft of one token failed, doubling per failure
-    private int skipDrafts; // steps left to skip
+    private SpeculationGate.Acceptance acceptance; // this sequence's acceptance history (null until the first draft)
     FinishReason outcome;   // set when the sequence finishes or fails
     boolean released;       // KV memory and budget given back (once)
     private volatile boolean cancelled;
@@ -70,14 +70,6 @@ final class Sequence {
         this.stops = new StopMatcher(request.params().stop());
         this.eos = eos;
         this.contextLimit = contextLimit;
-        this.draft = new int[request.speculative() ? Math.min(MAX_DRAFT, request.params().maxTokens()) : 0];
-        if (request.speculative()) {
-            history = new int[prompt.length + request.params().maxTokens()];
-            System.arraycopy(prompt, 0, history, 0, prompt.length);
-            historyLength = prompt.length;
-        } else {
-            history = null;
-        }
     }
 
     /** Most draft tokens one verification pass takes (a bound on the extra rows a sequence adds to a pass). */
@@ -85,46 +77,59 @@ final class Sequence {
 
     /**
      * Proposes the draft of the next decode step into {@link #draft} and sets {@link #drafted}: tokens the prompt
-     * lookup finds after an earlier occurrence of the sequence's last tokens, never more than the tokens it may
-     * still generate or its cache may still hold. 0 when the request opted out.
+     * lookup finds after an earlier occurrence of the sequence's last tokens, as many as the gate finds worth their
+     * rows at a row cost of {@code rowCost} tokens given this sequence's acceptance so far
+     * ({@link SpeculationGate}), never more than the tokens it may still generate or its cache may still hold. 0
+     * when the request opted out. The first call allocates the lookup's history: the prompt and the token to feed
+     * (the output before it is not kept; a lane calls this from the first decode step on).
      */
-    int proposeDraft(PromptLookup lookup) {
+    int proposeDraft(PromptLookup lookup, double rowCost) {
         drafted = 0;
-        if (draft.length == 0 || !lookup.enabled() || cache == null) {
+        if (!request.speculative() || !lookup.enabled() || cache == null) {
             return 0;
         }
-        if (skipDrafts > 0) {
-            skipDrafts--;
-            return 0;
-        }
-        int limit = Math.min(Math.min(request.params().maxTokens() - generated - 1,
-                Math.min(cache.maxTokens(), contextLimit) - cache.length() - 1), draftLimit);
+        int limit = Math.min(Math.min(Math.min(request.params().maxTokens() - generated - 1,
+                Math.min(cache.maxTokens(), contextLimit) - cache.length() - 1), MAX_DRAFT), lookup.maxDraft());
         if (limit <= 0) {
             return 0;
         }
-        drafted = lookup.propose(history, historyLength, draft, limit);
+        if (history == null) {
+            startHistory();
+        }
+        int want = acceptance.draftLength(rowCost, limit);
+        if (want <= 0) {
+            return 0;
+        }
+        drafted = lookup.propose(history, historyLength, draft, want);
         return drafted;
     }
 
-    /**
-     * Adapts the next drafts to how this one fared, so that a sequence whose history does not predict it stops
-     * paying for verification rows: a fully accepted draft doubles the cap (up to the lookup's max-draft), a partly
-     * accepted one sets it to what was accepted plus one, a rejected one halves it; a rejected one-token draft also
-     * skips drafting for 1, 2, 4 … 16 steps. Drafting never changes the output, only the passes it takes.
-     */
-    void draftOutcome(int accepted, int proposed) {
-        if (accepted == proposed) {
-            draftLimit = Math.min(MAX_DRAFT, draftLimit * 2);
-            backoff = 0;
-        } else if (accepted > 0) {
-            draftLimit = accepted + 1;
-            backoff = 0;
-        } else if (draftLimit > 1) {
-            draftLimit /= 2;
-        } else {
-            backoff = Math.min(16, Math.max(1, backoff * 2));
-            skipDrafts = backoff;
+    private void startHistory() {
+        history = new int[prompt.length + Math.min(request.params().maxTokens(), 256) + 1];
+        System.arraycopy(prompt, 0, history, 0, prompt.length);
+        historyLength = prompt.length;
+        if (generated > 0 && lastToken >= 0) {
+            history[historyLength++] = lastToken;
         }
+        draft = new int[Math.min(MAX_DRAFT, request.params().maxTokens())];
+        acceptance = new SpeculationGate.Acceptance();
+    }
+
+    /** Feeds the gate how the pending draft fared: {@code accepted} of its {@code proposed} tokens were kept. */
+    void draftOutcome(int accepted, int proposed) {
+        if (acceptance != null) {
+            acceptance.outcome(accepted, proposed);
+        }
+    }
+
+    /** This sequence's estimated per-token draft acceptance (0.5 before its first draft). */
+    double draftAcceptance() {
+        return acceptance == null ? 0.5 : acceptance.p();
+    }
+
+    /** Whether the lookup's history and draft buffers were allocated (for tests). */
+    boolean lookupAllocated() {
+        return history != null;
     }
 
     /** The input of a verification pass: the last token, then the draft. */
@@ -223,8 +228,14 @@ final class Sequence {
     private boolean onToken(int token, float logprob, List<GenerationEvent.TopLogprob> top) {
         SamplingParams p = request.params();
         sampler.accept(token);
-        if (history != null && historyLength < history.length) {
-            history[historyLength++] = token;
+        if (history != null) {
+            if (historyLength == history.length) {
+                history = java.util.Arrays.copyOf(history, Math.min(prompt.length + request.params().maxTokens() + 1,
+                        2 * history.length));
+            }
+            if (historyLength < history.length) {
+                history[historyLength++] = token;
+            }
         }
         if (constraint != null) {
             constraint.advance(token);

@@ -56,8 +56,11 @@ public final class SerialTurboLane extends AbstractLane {
             boolean finished = seq.cancelled() || (seq.readyLogits == null && afterPrefill(seq, logits, 0))
                     || step(seq, logits, 0);
             while (!finished && !seq.cancelled() && !closed) {
-                logits = t.forward(state, List.of(decodeChunk(seq)));
+                Transformer.Chunk chunk = decodeChunk(seq);
+                long t0 = System.nanoTime();
+                logits = t.forward(state, List.of(chunk));
                 finished = decodeStep(seq, logits, 0);
+                stepCost.observe(1, chunk.count() - 1, System.nanoTime() - t0); // the pass and its sampling
                 updateKvBytes(List.of(seq));
             }
             if (closed && !seq.done()) {

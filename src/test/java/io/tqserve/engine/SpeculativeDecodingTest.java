@@ -137,6 +137,56 @@ class SpeculativeDecodingTest {
     }
 
     /**
+     * The lookup's buffers (history of prompt + max_tokens, the draft) are allocated at a sequence's first draft
+     * proposal on a lane with the lookup on, never for an opted-out request or with the lookup off.
+     */
+    @Test
+    void lookupBuffersAreAllocatedOnlyWhenADraftIsProposed() {
+        Transformer t = model.transformer();
+        GenerationRequest r = request(PAGE + PAGE, false, 1);
+        try (KvCache cache = KvCacheFactory.create(KvScheme.BF16, t.attentionShape(), t.backend(), 512)) {
+            Sequence off = sequence(r);
+            off.cache = cache;
+            assertEquals(0, off.proposeDraft(PromptLookup.OFF, 0.1));
+            assertEquals(false, off.lookupAllocated(), "lookup off");
+            Sequence optedOut = sequence(r.withSpeculative(false));
+            optedOut.cache = cache;
+            assertEquals(0, optedOut.proposeDraft(LOOKUP, 0.1));
+            assertEquals(false, optedOut.lookupAllocated(), "request opted out");
+            Sequence on = sequence(r);
+            assertEquals(false, on.lookupAllocated(), "nothing at admission");
+            on.cache = cache;
+            assertTrue(on.proposeDraft(LOOKUP, 0.1) > 0, "the repeated page proposes a draft");
+            assertEquals(true, on.lookupAllocated());
+            assertEquals(0, on.proposeDraft(LOOKUP, 2.0), "nothing pays at a row cost of two tokens");
+        }
+    }
+
+    private static Sequence sequence(GenerationRequest r) {
+        return new Sequence(r, 0, reactor.core.publisher.Sinks.many().unicast().onBackpressureBuffer(),
+                model.tokenizer(), model.generation().eosTokenIds(), model.config().vocabSize(),
+                model.config().maxPositions());
+    }
+
+    /**
+     * Where the lane has measured draft rows as expensive (here: a row costs about two tokens), the gate proposes
+     * only the one-token probes (at most one per four steps of a sequence), and the output is unchanged.
+     */
+    @Test
+    void expensiveRowsLeaveOnlyProbes() {
+        try (AbstractLane lane = lane("serial", "turbo:k8v3")) {
+            GenerationRequest r = request(PROMPTS[0], false, 1);
+            Run plain = run(lane, r.withSpeculative(false));
+            lane.stepCost.observe(1, 0, 1_000_000);
+            lane.stepCost.observe(1, 1, 1_000_000_000); // the lane's thread is parked in take(): no race
+            Run spec = run(lane, r);
+            assertArrayEquals(plain.tokens(), spec.tokens());
+            assertTrue(lane.draftTokensProposed() <= MAX_TOKENS / SpeculationGate.Acceptance.MIN_PROBE,
+                    lane.draftTokensProposed() + " draft tokens");
+        }
+    }
+
+    /**
      * A verification pass stores the last token and a draft; rejecting the draft truncates the cache. Its bytes
      * (every layer's exported entries) and the next pass's logits equal those of a cache that decoded token by token
      * and never saw the draft.
