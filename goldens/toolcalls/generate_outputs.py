@@ -48,6 +48,7 @@ TEMPLATES = {
     "tiny-llama-h128": ({"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>"}, "<|im_end|>\n"),
     "llama3_1_json": ({"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"}, "<|eot_id|>"),
     "mistral_small_3_1": ({"bos_token": "<s>", "eos_token": "</s>"}, "</s>"),
+    "mistral_v11_args": ({"bos_token": "<s>", "eos_token": "</s>"}, "</s>"),
 }
 
 WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "Current weather in a city",
@@ -63,21 +64,21 @@ def call(i, name, args):
 
 CASES = [
     # name, template, assistant message, tools
-    ("one-call", ["qwen3", "tiny-llama-h128", "llama3_1_json", "mistral_small_3_1"],
+    ("one-call", ["qwen3", "tiny-llama-h128", "llama3_1_json", "mistral_small_3_1", "mistral_v11_args"],
      {"role": "assistant", "content": "", "tool_calls": [call(1, "get_weather", {"city": "Paris", "unit": "celsius"})]},
      [WEATHER, TIME]),
-    ("two-calls", ["qwen3", "tiny-llama-h128", "mistral_small_3_1"],
+    ("two-calls", ["qwen3", "tiny-llama-h128", "mistral_small_3_1", "mistral_v11_args"],
      {"role": "assistant", "content": "", "tool_calls": [call(1, "get_weather", {"city": "Zürich \"CH\""}),
                                                          call(2, "get_time", {"city": "Oslo"})]},
      [WEATHER, TIME]),
-    ("empty-arguments", ["qwen3", "tiny-llama-h128", "llama3_1_json", "mistral_small_3_1"],
+    ("empty-arguments", ["qwen3", "tiny-llama-h128", "llama3_1_json", "mistral_small_3_1", "mistral_v11_args"],
      {"role": "assistant", "content": "", "tool_calls": [call(3, "get_time", {})]}, [TIME]),
     ("reasoning-then-call", ["qwen3"],
      {"role": "assistant", "content": "", "reasoning_content": "The user asks for the weather; I call get_weather.",
       "tool_calls": [call(4, "get_weather", {"city": "Lyon"})]}, [WEATHER]),
     ("reasoning-then-answer", ["qwen3"],
      {"role": "assistant", "content": "It is sunny in Lyon.", "reasoning_content": "The tool said sunny."}, []),
-    ("plain-answer", ["qwen3", "tiny-llama-h128", "llama3_1_json", "mistral_small_3_1"],
+    ("plain-answer", ["qwen3", "tiny-llama-h128", "llama3_1_json", "mistral_small_3_1", "mistral_v11_args"],
      {"role": "assistant", "content": "I can answer that without a tool: 42."}, [WEATHER]),
 ]
 

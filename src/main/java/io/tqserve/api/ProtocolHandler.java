@@ -7,6 +7,7 @@ import io.tqserve.api.openai.Wire;
 import io.tqserve.api.responses.ResponseStore;
 import io.tqserve.api.responses.ResponsesOutput;
 import io.tqserve.api.responses.ResponsesRequest;
+import io.tqserve.routing.ServingRuntime;
 import java.util.concurrent.atomic.AtomicReference;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.MediaType;
@@ -16,6 +17,7 @@ import org.springframework.web.reactive.function.server.ServerResponse;
 import reactor.core.publisher.Mono;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.node.ArrayNode;
+import tools.jackson.databind.node.ObjectNode;
 
 /**
  * The protocols served by translation into chat requests (docs/api.md): Anthropic's Messages API
@@ -29,16 +31,26 @@ import tools.jackson.databind.node.ArrayNode;
 public final class ProtocolHandler {
     private final GenerationHandler generation;
     private final ResponseStore store;
+    private final ServingRuntime runtime;
 
-    public ProtocolHandler(GenerationHandler generation, ResponseStore store) {
+    public ProtocolHandler(GenerationHandler generation, ResponseStore store, ServingRuntime runtime) {
         this.generation = generation;
         this.store = store;
+        this.runtime = runtime;
     }
 
-    private static final GenerationHandler.Translator MESSAGES = new GenerationHandler.Translator() {
+    private final GenerationHandler.Translator messages = new GenerationHandler.Translator() {
         @Override
         public JsonNode chatBody(JsonNode body, String tenant) {
-            return MessagesRequest.toChat(body);
+            ObjectNode chat = MessagesRequest.toChat(body);
+            // thinking asks for reasoning that a model may not do: its budget caps reasoning where the served
+            // model's template reasons in marked blocks, and is nothing to cap elsewhere (not a 400)
+            boolean reasons = runtime.loaded().map(l -> ChatFormats.of(l.model()).reasoning().isPresent())
+                    .orElse(false);
+            if (!reasons) {
+                chat.remove("thinking_token_budget");
+            }
+            return chat;
         }
 
         @Override
@@ -74,7 +86,7 @@ public final class ProtocolHandler {
 
     /** {@code POST /v1/messages}. */
     public Mono<ServerResponse> messages(ServerRequest request) {
-        return generation.translated(request, Endpoint.MESSAGES, MESSAGES);
+        return generation.translated(request, Endpoint.MESSAGES, messages);
     }
 
     /** {@code POST /v1/messages/count_tokens}: the prompt's tokens as the template renders the request. */

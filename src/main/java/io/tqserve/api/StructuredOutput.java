@@ -136,17 +136,16 @@ final class StructuredOutput {
             key = object ? "json_object" : "json_schema:" + Wire.json(chat.format().schema());
             grammar = object ? () -> SchemaCompiler.anyObject(limits)
                     : () -> SchemaCompiler.compile(chat.format().schema(), limits);
-        } else if (format != null && (chat.callForced() || format.autoConstrained())) {
+        } else if (format != null) {
             param = "tools";
             List<ToolSpec> tools = chat.namedTool() == null ? chat.toolSpecs()
                     : chat.toolSpecs().stream().filter(t -> t.name().equals(chat.namedTool())).toList();
             key = format + ":" + chat.callForced() + ":" + parallel + ":" + Wire.json(tools);
-            grammar = chat.callForced() ? () -> format.forcedCalls(tools, parallel, limits)
-                    : () -> format.autoCalls(tools, parallel, limits);
+            boolean markerTokens = chatFormat.markerTokens();
+            grammar = chat.callForced() ? () -> format.forcedCalls(tools, parallel, limits, markerTokens)
+                    : () -> format.autoCalls(tools, parallel, limits, markerTokens);
         } else {
-            // no constraint: free text (a Mistral auto tool choice is parsed afterwards)
-            boolean keep = format != null && format.markerIsSpecial();
-            return new Plan(new OutputRules(null, -1, keep), format, reasoning, openThink, false, parallel, null);
+            return new Plan(OutputRules.NONE, null, reasoning, openThink, false, parallel, null);
         }
         int gate = -1;
         if (thinksFirst && chatFormat.reasoningEndToken().isPresent()) {
@@ -202,7 +201,8 @@ final class StructuredOutput {
                 v = vocabulary;
                 if (v == null) {
                     try {
-                        v = new Vocabulary(TokenBytes.load(model.dir(), model.config().vocabSize()));
+                        v = new Vocabulary(ChatFormats.of(model).constraintTokenBytes(
+                                TokenBytes.load(model.dir(), model.config().vocabSize())));
                     } catch (IOException e) {
                         throw new UncheckedIOException(e);
                     }

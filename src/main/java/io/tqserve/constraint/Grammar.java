@@ -114,6 +114,30 @@ public final class Grammar {
     static final Node EMPTY = new Seq(new Node[0]);
     private static final Node FAIL = new Alt(new Node[0]);
 
+    /**
+     * The byte that starts the bytes of a special token in a constraint's {@link Vocabulary}: 0xFF never occurs in
+     * UTF-8, so no text (JSON, free text) contains it, and a vocabulary built for constraints gives a special token
+     * that a grammar may write the bytes {@code 0xFF, slot} ({@link #specialToken}) and drops the ordinary tokens
+     * holding 0xFF (byte-fallback pieces of invalid UTF-8).
+     */
+    public static final int SPECIAL_LEAD = 0xFF;
+
+    /**
+     * Exactly the special token of {@code slot} (0..255): the vocabulary gives that token the bytes {@code 0xFF,
+     * slot}, so only that token, never text, can write this (a Mistral {@code [TOOL_CALLS]}).
+     */
+    public static Grammar specialToken(int slot) {
+        if (slot < 0 || slot > 255) {
+            throw new IllegalArgumentException("special-token slot " + slot + " is not in 0..255");
+        }
+        return of(lit(specialBytes(slot)));
+    }
+
+    /** The bytes of the special token of {@code slot} in a constraint's vocabulary. */
+    public static byte[] specialBytes(int slot) {
+        return new byte[] {(byte) SPECIAL_LEAD, (byte) slot};
+    }
+
     /** A grammar of exactly {@code s} (UTF-8). */
     public static Grammar literal(String s) {
         return of(lit(s));

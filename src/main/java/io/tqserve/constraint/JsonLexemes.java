@@ -75,9 +75,15 @@ final class JsonLexemes {
                 (s, b) -> b == ' ' || b == '\n' || b == '\r' || b == '\t' ? 0 : -1);
     }
 
-    /** Any bytes whose first non-whitespace byte is none of {@code excluded} (state 0: blank so far; 1: past it). */
+    /**
+     * Any bytes whose first non-whitespace byte is none of {@code excluded} (state 0: blank so far; 1: past it).
+     * Never {@link Grammar#SPECIAL_LEAD}: free text holds no special token.
+     */
     static Lexeme textNotOpeningWith(String excluded) {
         return Lexeme.table("text", false, true, 2, 0, new boolean[] {true, true}, (s, b) -> {
+            if (b == Grammar.SPECIAL_LEAD) {
+                return -1;
+            }
             if (s == 1) {
                 return 1;
             }
@@ -88,7 +94,10 @@ final class JsonLexemes {
         });
     }
 
-    /** Any bytes that never contain {@code marker} (a Knuth-Morris-Pratt automaton; every state may end). */
+    /**
+     * Any bytes that never contain {@code marker} (a Knuth-Morris-Pratt automaton; every state may end), nor
+     * {@link Grammar#SPECIAL_LEAD}: free text holds no special token.
+     */
     static Lexeme textWithout(String marker) {
         byte[] m = marker.getBytes(StandardCharsets.UTF_8);
         int n = m.length;
@@ -105,6 +114,9 @@ final class JsonLexemes {
         boolean[] accept = new boolean[n];
         java.util.Arrays.fill(accept, true);
         return Lexeme.table("text", false, true, n, 0, accept, (s, b) -> {
+            if (b == Grammar.SPECIAL_LEAD) {
+                return -1;
+            }
             int k = s;
             while (k > 0 && (m[k] & 0xFF) != b) {
                 k = fail[k];

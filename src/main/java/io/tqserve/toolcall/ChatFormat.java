@@ -1,5 +1,6 @@
 package io.tqserve.toolcall;
 
+import io.tqserve.constraint.Grammar;
 import io.tqserve.model.Tokenizer;
 import io.tqserve.template.ChatTemplate;
 import java.util.ArrayList;
@@ -79,6 +80,55 @@ public final class ChatFormat {
     /** The template's tool-call format, or empty if it cannot render tools. */
     public Optional<ToolCallFormat> tools() {
         return Optional.ofNullable(tools);
+    }
+
+    /**
+     * Whether the tool-call format's special-token markers ({@code [TOOL_CALLS]}, {@code [ARGS]}) are special tokens
+     * of this model's tokenizer, so that call grammars write them as tokens ({@link
+     * io.tqserve.constraint.Grammar#specialToken}); false without such markers.
+     */
+    public boolean markerTokens() {
+        if (tools == null || tools.specialMarkers().isEmpty()) {
+            return false;
+        }
+        for (String m : tools.specialMarkers()) {
+            if (tokenizer.specialTokenId(m).isEmpty()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * The token bytes a constraint's {@link io.tqserve.constraint.Vocabulary} is built from: {@code tokenBytes}
+     * (special tokens null) with the tool-call format's special-token markers given the bytes of their grammar
+     * slots ({@link io.tqserve.constraint.Grammar#specialBytes}) when {@link #markerTokens()}, and the ordinary
+     * tokens holding the byte 0xFF (byte-fallback pieces that no UTF-8 text contains) dropped, so that only the
+     * marker token can write a slot's bytes.
+     */
+    public byte[][] constraintTokenBytes(byte[][] tokenBytes) {
+        byte[][] out = tokenBytes.clone();
+        for (int id = 0; id < out.length; id++) {
+            byte[] b = out[id];
+            if (b != null) {
+                for (byte x : b) {
+                    if ((x & 0xFF) == Grammar.SPECIAL_LEAD) {
+                        out[id] = null;
+                        break;
+                    }
+                }
+            }
+        }
+        if (markerTokens()) {
+            List<String> markers = tools.specialMarkers();
+            for (int slot = 0; slot < markers.size(); slot++) {
+                int id = tokenizer.specialTokenId(markers.get(slot)).getAsInt();
+                if (id < out.length) {
+                    out[id] = Grammar.specialBytes(slot);
+                }
+            }
+        }
+        return out;
     }
 
     /** The template's reasoning markers, or empty if it does not reason in blocks. */

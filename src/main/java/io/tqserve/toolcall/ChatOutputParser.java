@@ -40,7 +40,8 @@ public final class ChatOutputParser {
     public record CallArguments(int index, String fragment) implements Piece {
     }
 
-    private enum Phase { MAYBE_THINK, REASONING, CONTENT_START, CONTENT, LIST_OPEN, CALL_OPEN, CALL, CALL_CLOSE,
+    private enum Phase { MAYBE_THINK, REASONING, CONTENT_START, CONTENT, LIST_OPEN, CALL_OPEN, CALL, CALL_NAME, ARGS,
+        CALL_CLOSE,
         AFTER_CALL, DONE }
 
     private final ToolCallFormat format;
@@ -96,13 +97,14 @@ public final class ChatOutputParser {
         switch (phase) {
             case MAYBE_THINK, CONTENT_START, CONTENT -> emitContent(pending.toString(), !sawCalls());
             case REASONING -> emitReasoning(pending.toString());
-            case CALL -> {
+            case CALL, ARGS -> {
                 if (arguments != null) {
                     endCall(); // cut short (max_tokens): the arguments as far as they came
                 } else {
                     fail();
                 }
             }
+            case CALL_NAME -> fail();
             case LIST_OPEN, CALL_OPEN -> {
                 if (raw.isEmpty() && pending.toString().isBlank()) {
                     break;
@@ -210,8 +212,57 @@ public final class ChatOutputParser {
                         fail();
                         continue;
                     }
-                    scan = new CallScan(format.argumentsKey());
-                    phase = Phase.CALL;
+                    if (format.argsMarker().isEmpty()) {
+                        scan = new CallScan(format.argumentsKey());
+                        phase = Phase.CALL;
+                    } else {
+                        phase = Phase.CALL_NAME;
+                    }
+                }
+                case CALL_NAME -> {
+                    // name[ARGS]: the name is the text before the arguments marker
+                    int i = s.indexOf(format.argsMarker());
+                    String name = (i >= 0 ? s.substring(0, i)
+                            : s.substring(0, s.length() - (end ? 0 : heldSuffix(s, format.argsMarker())))).strip();
+                    if (!validName(name) || (i < 0 && (end || s.length() > MAX_NAME))) {
+                        fail();
+                        continue;
+                    }
+                    if (i < 0) {
+                        return;
+                    }
+                    raw.append(s, 0, i + format.argsMarker().length());
+                    reset(s.substring(i + format.argsMarker().length()));
+                    currentName = name;
+                    currentId = ToolCallFormat.newId();
+                    out.add(new CallStart(calls.size(), currentId, name));
+                    arguments = new StringBuilder();
+                    argsScan = new ArgumentsScan();
+                    phase = Phase.ARGS;
+                }
+                case ARGS -> {
+                    if (s.isEmpty()) {
+                        return;
+                    }
+                    int before = argsScan.text.length();
+                    int consumed = argsScan.feed(s);
+                    raw.append(s, 0, consumed);
+                    reset(s.substring(consumed));
+                    if (argsScan.text.length() > before) {
+                        String fragment = argsScan.text.substring(before);
+                        arguments.append(fragment);
+                        out.add(new CallArguments(calls.size(), fragment));
+                    }
+                    if (argsScan.failed) { // not an object: the call ends with what came (none: {})
+                        endCall();
+                        phase = Phase.CONTENT;
+                        continue;
+                    }
+                    if (!argsScan.done) {
+                        return;
+                    }
+                    endCall();
+                    phase = Phase.CALL_CLOSE;
                 }
                 case CALL -> {
                     if (s.isEmpty()) {
@@ -330,6 +381,21 @@ public final class ChatOutputParser {
 
     private String currentName;
     private String currentId;
+    private ArgumentsScan argsScan;
+
+    /** The longest name (with whitespace) before an arguments marker that is still taken for a call. */
+    private static final int MAX_NAME = 256;
+
+    /** A function name as the {@code name[ARGS]} formats write it: no whitespace, quotes or braces inside. */
+    private static boolean validName(String name) {
+        for (int i = 0; i < name.length(); i++) {
+            char c = name.charAt(i);
+            if (Character.isWhitespace(c) || c == '"' || c == '{' || c == '[' || c == '<') {
+                return false;
+            }
+        }
+        return true;
+    }
 
     /** A call object read whole (its members were not in streaming order): announced and argued at once. */
     private boolean scanWhole() {
@@ -376,7 +442,7 @@ public final class ChatOutputParser {
         if (arguments.isEmpty()) {
             // no arguments member, or arguments written as a string: one fragment with the object text
             String text = "{}";
-            if (scan.argsStart >= 0 && !scan.argsObject && scan.argsEnd >= 0) {
+            if (scan != null && scan.argsStart >= 0 && !scan.argsObject && scan.argsEnd >= 0) {
                 try {
                     String t = argumentsText(JSON.readTree(scan.text.substring(scan.argsStart, scan.argsEnd)));
                     text = t == null ? "{}" : t;
@@ -447,147 +513,5 @@ public final class ChatOutputParser {
         List<Piece> pieces = List.copyOf(out);
         out.clear();
         return pieces;
-    }
-
-    /**
-     * Reads one JSON call object as it arrives, tracking only its structure (nesting, strings, escapes) and its
-     * top-level members: whether {@code name} comes first, the name's JSON text, and where the arguments value
-     * starts and ends in the text. Jackson parses whole documents or tokens, not the raw spans of a value that
-     * is still arriving, which the streamed fragments need; the complete call is still parsed by Jackson.
-     */
-    private static final class CallScan {
-        final String argumentsKey;
-        final StringBuilder text = new StringBuilder();
-        int depth;
-        boolean inString;
-        boolean escape;
-        boolean started;
-        boolean done;
-        boolean failed;
-        // top-level members
-        boolean expectKey;
-        int keyStart = -1;
-        String key;
-        boolean firstKeySeen;
-        boolean nameFirst;
-        int valueStart = -1;
-        String valueKey;
-        String name;
-        int argsStart = -1;
-        int argsEnd = -1;
-        boolean argsObject;
-
-        CallScan(String argumentsKey) {
-            this.argumentsKey = argumentsKey;
-        }
-
-        /** Scans {@code s}; returns how many of its characters belong to the call object. */
-        int feed(String s) {
-            for (int i = 0; i < s.length(); i++) {
-                if (done || failed) {
-                    return i;
-                }
-                char c = s.charAt(i);
-                int at = text.length();
-                text.append(c);
-                if (!started) {
-                    if (Character.isWhitespace(c)) {
-                        continue;
-                    }
-                    if (c != '{') {
-                        failed = true;
-                        return i + 1;
-                    }
-                    started = true;
-                    depth = 1;
-                    expectKey = true;
-                    continue;
-                }
-                if (inString) {
-                    if (escape) {
-                        escape = false;
-                    } else if (c == '\\') {
-                        escape = true;
-                    } else if (c == '"') {
-                        inString = false;
-                        if (depth == 1 && keyStart >= 0) {
-                            key = text.substring(keyStart + 1, at);
-                            keyStart = -1;
-                            if (!firstKeySeen) {
-                                firstKeySeen = true;
-                                nameFirst = key.equals("name");
-                            }
-                        } else if (depth == 1 && valueStart >= 0) {
-                            endValue(at + 1);
-                        }
-                    }
-                    continue;
-                }
-                if (Character.isWhitespace(c)) {
-                    continue;
-                }
-                if (depth == 1 && valueStart < 0 && key != null && c != ':' && c != ',' && c != '}') {
-                    valueStart = at; // the first character of a top-level value
-                    valueKey = key;
-                    if (valueKey.equals(argumentsKey) || (valueKey.equals("arguments") && argsStart < 0)) {
-                        argsStart = at;
-                        argsObject = c == '{';
-                    }
-                }
-                switch (c) {
-                    case '"' -> {
-                        inString = true;
-                        if (depth == 1 && expectKey) {
-                            keyStart = at;
-                            expectKey = false;
-                        }
-                    }
-                    case '{', '[' -> depth++;
-                    case '}', ']' -> {
-                        if (depth == 2 && valueStart >= 0) {
-                            depth--;
-                            endValue(at + 1);
-                        } else if (depth == 1) {
-                            if (c != '}') {
-                                failed = true;
-                                return i + 1;
-                            }
-                            if (valueStart >= 0) {
-                                endValue(at); // a number or literal ends at the object's close
-                            }
-                            depth = 0;
-                            done = true;
-                            return i + 1;
-                        } else {
-                            depth--;
-                        }
-                    }
-                    case ',' -> {
-                        if (depth == 1) {
-                            if (valueStart >= 0) {
-                                endValue(at);
-                            }
-                            expectKey = true;
-                            key = null;
-                        }
-                    }
-                    default -> {
-                    }
-                }
-            }
-            return s.length();
-        }
-
-        private void endValue(int end) {
-            if (valueKey.equals("name") && name == null) {
-                name = text.substring(valueStart, end).strip();
-            }
-            if (valueStart == argsStart) {
-                argsEnd = end;
-            }
-            valueStart = -1;
-            valueKey = null;
-            key = null;
-        }
     }
 }

@@ -23,19 +23,32 @@ import java.util.function.Predicate;
  *       {@code <tool_call>\n{"name": "f", "arguments": {...}}\n</tool_call>}, one block per call;</li>
  *   <li>{@link #LLAMA3_JSON} (Llama 3.1/3.2): the whole answer is {@code {"name": "f", "parameters": {...}}},
  *       possibly after {@code <|python_tag|>}; several calls separated by {@code ;};</li>
- *   <li>{@link #MISTRAL}: {@code [TOOL_CALLS][{"name": "f", "arguments": {...}}, ...]}.</li>
+ *   <li>{@link #MISTRAL_ARGS} (templates of Mistral's tokenizer v11 and later: Mistral Small 3.2, Magistral,
+ *       Devstral): {@code [TOOL_CALLS]f[ARGS]{...}} per call, both markers special tokens;</li>
+ *   <li>{@link #MISTRAL} (earlier Mistral templates, Mistral Small 3.1):
+ *       {@code [TOOL_CALLS][{"name": "f", "arguments": {...}}, ...]}.</li>
  * </ul>
  *
  * <p>The canonical texts below are what the grammar writes; the parser also accepts any whitespace around them.
+ * A special-token marker is written in a grammar as {@link Grammar#specialToken} (slot 0 the marker, slot 1 the
+ * arguments marker) when the model's tokenizer has it as a special token ({@link ChatFormat#constraintTokenBytes}
+ * gives the token those bytes), else as its text.
  */
 public enum ToolCallFormat {
-    //          marker            special bareStart listOpen callOpen          callClose          separator listClose args
-    HERMES("<tool_call>", false, false, "", "<tool_call>\n", "\n</tool_call>", "\n", "", "arguments",
+    //          marker          special bareStart listOpen callOpen       callClose     separator listClose args
+    HERMES("<tool_call>", false, false, "", "<tool_call>\n", "\n</tool_call>", "\n", "", "arguments", "",
             source -> source.contains("<tool_call>")),
-    MISTRAL("[TOOL_CALLS]", true, false, "[", "", "", ", ", "]", "arguments",
+    MISTRAL_ARGS("[TOOL_CALLS]", true, false, "", "[TOOL_CALLS]", "", "", "", "", "[ARGS]",
+            source -> source.contains("[TOOL_CALLS]") && source.contains("[ARGS]")),
+    MISTRAL("[TOOL_CALLS]", true, false, "[", "", "", ", ", "]", "arguments", "",
             source -> source.contains("[TOOL_CALLS]")),
-    LLAMA3_JSON("<|python_tag|>", true, true, "", "", "", "; ", "", "parameters",
+    LLAMA3_JSON("<|python_tag|>", true, true, "", "", "", "; ", "", "parameters", "",
             source -> source.contains("<|python_tag|>") || source.contains("ipython"));
+
+    /** The grammar slot of the marker when it is a special token. */
+    public static final int MARKER_SLOT = 0;
+    /** The grammar slot of the arguments marker ({@code [ARGS]}) when it is a special token. */
+    public static final int ARGS_MARKER_SLOT = 1;
 
     private final String marker;
     private final boolean markerIsSpecial;
@@ -46,10 +59,12 @@ public enum ToolCallFormat {
     private final String separator;
     private final String listClose;
     private final String argumentsKey;
+    private final String argsMarker;
     private final Predicate<String> detect;
 
     ToolCallFormat(String marker, boolean markerIsSpecial, boolean bareStart, String listOpen, String callOpen,
-            String callClose, String separator, String listClose, String argumentsKey, Predicate<String> detect) {
+            String callClose, String separator, String listClose, String argumentsKey, String argsMarker,
+            Predicate<String> detect) {
         this.marker = marker;
         this.markerIsSpecial = markerIsSpecial;
         this.bareStart = bareStart;
@@ -59,6 +74,7 @@ public enum ToolCallFormat {
         this.separator = separator;
         this.listClose = listClose;
         this.argumentsKey = argumentsKey;
+        this.argsMarker = argsMarker;
         this.detect = detect;
     }
 
@@ -115,9 +131,28 @@ public enum ToolCallFormat {
         return listClose;
     }
 
-    /** The key of a call object that holds its arguments ({@code arguments}, Llama 3.1: {@code parameters}). */
+    /**
+     * The key of a call object that holds its arguments ({@code arguments}, Llama 3.1: {@code parameters}); empty
+     * when a call is not an object but its name, the {@link #argsMarker()} and the arguments.
+     */
     public String argumentsKey() {
         return argumentsKey;
+    }
+
+    /**
+     * The marker between a call's name and its arguments object ({@code [ARGS]}, a special token like the marker),
+     * or empty when a call is a JSON object holding both.
+     */
+    public String argsMarker() {
+        return argsMarker;
+    }
+
+    /** The special-token texts of this format by grammar slot (empty when its markers are text). */
+    public List<String> specialMarkers() {
+        if (!markerIsSpecial) {
+            return List.of();
+        }
+        return argsMarker.isEmpty() ? List.of(marker) : List.of(marker, argsMarker);
     }
 
     /** Whether the marker is written as part of each call (Hermes) rather than once before the list. */
@@ -127,53 +162,63 @@ public enum ToolCallFormat {
 
     /**
      * The output when a call is required ({@code tool_choice: required} or a named function): one call of one of
-     * {@code tools} (or several if {@code parallel}), as the entry writes a list of calls; a marker that is a
-     * special token is left out (the constraint works on text, and the parser takes the list without it).
+     * {@code tools} (or several if {@code parallel}), as the entry writes a list of calls, its markers written as
+     * text.
      */
     public Grammar forcedCalls(List<ToolSpec> tools, boolean parallel) {
-        return forcedCalls(tools, parallel, ConstraintLimits.DEFAULT);
+        return forcedCalls(tools, parallel, ConstraintLimits.DEFAULT, false);
     }
 
-    /** As {@link #forcedCalls(List, boolean)}, each tool's parameters compiled within {@code limits}. */
-    public Grammar forcedCalls(List<ToolSpec> tools, boolean parallel, ConstraintLimits limits) {
+    /**
+     * As {@link #forcedCalls(List, boolean)}, each tool's parameters compiled within {@code limits}; with
+     * {@code markerTokens} the special-token markers are written as {@link Grammar#specialToken}s. A bare-start
+     * format (Llama 3.1) writes its calls without the marker.
+     */
+    public Grammar forcedCalls(List<ToolSpec> tools, boolean parallel, ConstraintLimits limits,
+            boolean markerTokens) {
+        Grammar list = callList(tools, parallel, limits, markerTokens);
+        return markerOpensEachCall() || bareStart ? list : Grammar.seq(marker(markerTokens), list);
+    }
+
+    /** The calls after the marker (the marker too where it opens each call). */
+    private Grammar callList(List<ToolSpec> tools, boolean parallel, ConstraintLimits limits, boolean markerTokens) {
+        Grammar open = markerOpensEachCall()
+                ? Grammar.seq(marker(markerTokens), Grammar.literal(callOpen.substring(marker.length())))
+                : Grammar.literal(callOpen);
         List<Grammar> calls = new ArrayList<>();
         for (ToolSpec t : tools) {
-            calls.add(Grammar.seq(Grammar.literal(callOpen + "{\"name\": " + SchemaCompiler.quote(t.name()) + ", \""
-                    + argumentsKey + "\": "), SchemaCompiler.compile(t.parameters(), limits),
-                    Grammar.literal("}" + callClose)));
+            Grammar arguments = SchemaCompiler.compile(t.parameters(), limits);
+            calls.add(argsMarker.isEmpty()
+                    ? Grammar.seq(open, Grammar.literal("{\"name\": " + SchemaCompiler.quote(t.name()) + ", \""
+                            + argumentsKey + "\": "), arguments, Grammar.literal("}" + callClose))
+                    : Grammar.seq(open, Grammar.literal(t.name()), markerTokens
+                            ? Grammar.specialToken(ARGS_MARKER_SLOT) : Grammar.literal(argsMarker), arguments,
+                            Grammar.literal(callClose)));
         }
         Grammar call = Grammar.alt(calls);
         Grammar list = parallel ? Grammar.repeat(call, Grammar.literal(separator), 1, -1) : call;
         return Grammar.seq(Grammar.literal(listOpen), list, Grammar.literal(listClose));
     }
 
+    private Grammar marker(boolean markerTokens) {
+        return markerIsSpecial && markerTokens ? Grammar.specialToken(MARKER_SLOT) : Grammar.literal(marker);
+    }
+
     /**
-     * The output of {@code tool_choice: auto}: free content or valid calls. With a textual marker: free text that
-     * never holds the marker, then optionally well-formed calls (and nothing after them). With calls that may
-     * start the output bare (Llama 3.1): free text whose first non-blank character is not {@code {}, or
-     * well-formed calls. Null when the only way to start a call is a special-token marker (Mistral), which a text
-     * constraint cannot write; such output is free and parsed.
+     * The output of {@code tool_choice: auto}: free content or valid calls. Where the marker announces calls:
+     * free text that never holds the marker (nor a special token), then optionally well-formed calls starting with
+     * the marker (and nothing after them). With calls that may start the output bare (Llama 3.1): free text whose
+     * first non-blank character is not {@code {}, or well-formed calls.
+     *
+     * @param markerTokens the special-token markers are written as {@link Grammar#specialToken}s
      */
-    public Grammar autoCalls(List<ToolSpec> tools, boolean parallel) {
-        return autoCalls(tools, parallel, ConstraintLimits.DEFAULT);
-    }
-
-    /** As {@link #autoCalls(List, boolean)}, within {@code limits}. */
-    public Grammar autoCalls(List<ToolSpec> tools, boolean parallel, ConstraintLimits limits) {
-        if (!markerIsSpecial) {
-            Grammar calls = markerOpensEachCall() ? forcedCalls(tools, parallel, limits)
-                    : Grammar.seq(Grammar.literal(marker), forcedCalls(tools, parallel, limits));
-            return Grammar.seq(Grammar.textWithout(marker), calls.optional());
-        }
+    public Grammar autoCalls(List<ToolSpec> tools, boolean parallel, ConstraintLimits limits, boolean markerTokens) {
         if (bareStart) {
-            return Grammar.alt(List.of(Grammar.textNotOpeningWith("{"), forcedCalls(tools, parallel, limits)));
+            return Grammar.alt(List.of(Grammar.textNotOpeningWith("{"),
+                    forcedCalls(tools, parallel, limits, markerTokens)));
         }
-        return null;
-    }
-
-    /** Whether {@code tool_choice: auto} is constrained ({@link #autoCalls} is not null). */
-    public boolean autoConstrained() {
-        return !markerIsSpecial || bareStart;
+        return Grammar.seq(Grammar.textWithout(marker), forcedCalls(tools, parallel, limits, markerTokens)
+                .optional());
     }
 
     /** A new call id: {@code call_} and 24 hex digits. */

