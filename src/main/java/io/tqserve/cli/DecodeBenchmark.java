@@ -55,7 +55,13 @@ final class DecodeBenchmark {
                 a.get("--mlx-library", null), a.mlxOptions());
         try (ComputeBackend backend = selection.backend()) {
             System.out.println("backend: " + backend.describe());
-            Ceilings mem = new Ceilings(MemoryBandwidth.read(backend), MemoryBandwidth.copy(), !a.has("--no-batched"));
+            double peak = "cpu".equals(backend.name()) ? io.tqserve.backend.cpu.FmaPeak.measure(backend, 20_000_000) : 0;
+            Ceilings mem = new Ceilings(MemoryBandwidth.read(backend), MemoryBandwidth.copy(), !a.has("--no-batched"),
+                    peak);
+            if (peak > 0) {
+                System.out.printf("f32 FMA peak: %.1f GFLOP/s (%d threads, register-only multiply-add chains, best of 5;"
+                        + " the Vector API has no bf16 dot product)%n", peak, backend.threads());
+            }
             System.out.printf("memory read bandwidth: %.2f GB/s (%d threads, each streaming its slice of a 1 GiB buffer,"
                     + " best of 7)%n", mem.readGbs(), backend.threads());
             System.out.printf("memory copy bandwidth: %.2f GB/s (STREAM convention: bytes read + bytes written, 512 MiB"
@@ -79,7 +85,18 @@ final class DecodeBenchmark {
     }
 
     /** The two bandwidths the roofline fractions divide by (GB/s); batched: run the 1/2/4/8-sequence table too. */
-    record Ceilings(double readGbs, double copyGbs, boolean batched) {
+    record Ceilings(double readGbs, double copyGbs, boolean batched, double fmaPeakGflops) {
+    }
+
+    /** Multiply-add flops of the weight matmuls of a prefill of n tokens (all layers; the LM head for one row). */
+    static double prefillFlops(ModelWeights w, int n) {
+        double layer = 0;
+        for (ModelWeights.Layer l : w.layers()) {
+            for (io.tqserve.backend.Matrix m : List.of(l.wq(), l.wk(), l.wv(), l.wo(), l.wGate(), l.wUp(), l.wDown())) {
+                layer += (double) m.rows() * m.cols();
+            }
+        }
+        return 2.0 * (layer * n + (double) w.lmHead().rows() * w.lmHead().cols());
     }
 
     /** "bf16,8,4" to code widths, 0 standing for the dense weights as stored. */
@@ -222,7 +239,13 @@ final class DecodeBenchmark {
             double copyRoofline = weightBytesPerToken * result[1] / (mem.copyGbs() * 1e9);
             System.out.printf("%s: %s, %d layers, dim %d, %.1f MB weights read per token%n", label,
                     c.architecture().hfName(), c.numLayers(), c.dim(), weightBytesPerToken / 1e6);
-            System.out.printf("  prefill %d tokens: %.1f tok/s%n", promptTokens, result[0]);
+            double prefillGflops = prefillFlops(w, promptTokens) * result[0] / promptTokens / 1e9;
+            if (mem.fmaPeakGflops() > 0) {
+                System.out.printf("  prefill %d tokens: %.1f tok/s (weight matmuls %.1f GFLOP/s, %.2f of the f32 FMA"
+                        + " peak)%n", promptTokens, result[0], prefillGflops, prefillGflops / mem.fmaPeakGflops());
+            } else {
+                System.out.printf("  prefill %d tokens: %.1f tok/s%n", promptTokens, result[0]);
+            }
             System.out.printf("  decode  %d tokens: %.1f tok/s (bf16 KV; median step %.1f tok/s)%n", decodeTokens,
                     result[1], result[2]);
             if (timed != null) {
