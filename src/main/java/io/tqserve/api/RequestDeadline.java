@@ -77,6 +77,8 @@ final class RequestDeadline {
                     null);
             case SHUTTING_DOWN, LANE_SHUTDOWN -> new ApiException(HttpStatus.SERVICE_UNAVAILABLE,
                     "service_unavailable", null, SHUTTING_DOWN, f.message(), retryAfter);
+            case GenerationEvent.Failed.SCHEMA_TOO_COMPLEX -> ApiException.invalid(null,
+                    GenerationEvent.Failed.SCHEMA_TOO_COMPLEX, f.message());
             default -> new ApiException(HttpStatus.INTERNAL_SERVER_ERROR, f.type(), null, null, f.message(), null);
         };
     }

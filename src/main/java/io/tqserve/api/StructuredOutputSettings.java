@@ -25,10 +25,7 @@ public record StructuredOutputSettings(int compileThreads, int compileQueue, lon
                 || compileTimeout.isZero()) {
             throw new IllegalArgumentException("invalid structured-output settings");
         }
-        ConstraintLimits l = limits;
-        limits = new ConstraintLimits(l.maxNodes(), l.maxLexemeStates(), l.maxEnumBytes(), l.maxConfigurations(),
-                l.maxClosingBytes(), l.maxWhitespace(), l.maskCacheBytes(), l.maskWork(),
-                Math.max(1, compileTimeout.toMillis()));
+        limits = limits.withCompileMillis(Math.max(1, compileTimeout.toMillis()));
     }
 
     /** When the pool interrupts a compile that has not ended by its own clock. */

@@ -251,7 +251,10 @@ public record TqserveProperties(@Valid @DefaultValue Model model, @Valid @Defaul
      * @param maxClosingBytes   length of the shortest document valid against the schema
      * @param maxWhitespace     bytes of one run of JSON whitespace in the output
      * @param maskCacheBytes    memory of one constraint's cache of lexeme masks
-     * @param maskWork          parser steps one token mask may take (configurations times trie nodes)
+     * @param maskWork          work units one token mask may take (a unit: a vocabulary-trie node visited, a
+     *                          parser step, a closing bound); beyond it the request fails with schema_too_complex
+     * @param requestWork       work units all token masks of one request may take together
+     * @param maskTimeout       CPU time one token mask may take (a backstop to maskWork)
      */
     public record StructuredOutput(@DefaultValue("0") @Min(0) int compileThreads,
             @DefaultValue("64") @Min(1) int compileQueue, @DefaultValue("64MB") @NotNull DataSize cacheBytes,
@@ -260,8 +263,13 @@ public record TqserveProperties(@Valid @DefaultValue Model model, @Valid @Defaul
             @DefaultValue("512") @Min(1) int maxConfigurations,
             @DefaultValue("1MB") @NotNull DataSize maxClosingBytes, @DefaultValue("32") @Min(0) int maxWhitespace,
             @DefaultValue("16MB") @NotNull DataSize maskCacheBytes,
-            @DefaultValue("50000000") @Min(1) long maskWork) {
+            @DefaultValue("10000000") @Min(1) long maskWork, @DefaultValue("200000000") @Min(1) long requestWork,
+            @DefaultValue("1s") @NotNull Duration maskTimeout) {
         public StructuredOutput {
+            if (maskTimeout != null && (maskTimeout.isNegative() || maskTimeout.toMillis() < 1)) {
+                throw new IllegalArgumentException("tqserve.structured-output.mask-timeout must be at least 1ms, not "
+                        + maskTimeout);
+            }
             if (compileTimeout != null && (compileTimeout.isNegative() || compileTimeout.isZero())) {
                 throw new IllegalArgumentException("tqserve.structured-output.compile-timeout must be positive, not "
                         + compileTimeout);

@@ -19,6 +19,8 @@ public final class ConstraintState {
     private final int[] eos;
     private final int gateToken;
     private boolean gated;
+    private final java.util.function.BooleanSupplier cancelled;
+    private long workUsed;
     private Config[] configs;
     private int[] plan;
     private int planPos;
@@ -28,6 +30,16 @@ public final class ConstraintState {
      * @param gateToken a token before which sampling is free (the constraint starts after it), or -1
      */
     public ConstraintState(TokenConstraint constraint, int[] eos, int gateToken) {
+        this(constraint, eos, gateToken, null);
+    }
+
+    /**
+     * @param cancelled whether the request was cancelled: a mask in progress then stops with a
+     *                  {@link java.util.concurrent.CancellationException} (null: never)
+     */
+    public ConstraintState(TokenConstraint constraint, int[] eos, int gateToken,
+            java.util.function.BooleanSupplier cancelled) {
+        this.cancelled = cancelled;
         this.constraint = constraint;
         this.eos = eos.clone();
         this.gateToken = gateToken;
@@ -77,10 +89,19 @@ public final class ConstraintState {
      * The tokens allowed now as a bitset over the vocabulary (EOS included when the text is complete).
      *
      * @param remaining tokens that may still be generated, this one included
+     * @throws ConstraintBudgetException when this mask, or the request's masks together, exceed their work budget
+     *                                   ({@link ConstraintLimits#maskWork()}, {@link ConstraintLimits#requestWork()})
+     *                                   or the mask its time ({@link ConstraintLimits#maskMillis()})
      */
     public long[] allowed(int remaining) {
         TokenConstraint c = constraint;
-        long[] m = c.allowed(configs, remaining - 1, false);
+        MaskBudget meter = new MaskBudget(c.limits(), c.limits().requestWork() - workUsed, cancelled);
+        long[] m;
+        try {
+            m = c.allowed(configs, remaining - 1, false, meter);
+        } finally {
+            workUsed += meter.used();
+        }
         if (plan != null && planPos < plan.length) {
             int t = plan[planPos];
             m[t >>> 6] |= 1L << t;
@@ -138,6 +159,11 @@ public final class ConstraintState {
         } else {
             plan = null;
         }
+    }
+
+    /** Work units the masks of this sequence have taken so far. */
+    public long workUsed() {
+        return workUsed;
     }
 
     /** Whether the text so far is complete and valid (and the gate, if any, passed). */

@@ -159,7 +159,19 @@ final class JsonLexemes {
                 }
             }
         }
-        return Lexeme.table(name, false, false, n, 0, accept, (s, b) -> delta[s][b]);
+        // wide when some state takes many bytes (an unanchored pattern, a uri): its masks are then cached per state
+        // from a walk of the vocabulary with the automaton alone, not walked with the parser token by token
+        int fanout = 0;
+        for (int[] row : delta) {
+            int k = 0;
+            for (int t : row) {
+                k += t >= 0 ? 1 : 0;
+            }
+            fanout = Math.max(fanout, k);
+        }
+        Lexeme x = Lexeme.table(name, false, fanout >= Lexeme.WIDE_FANOUT, n, 0, accept, (s, b) -> delta[s][b]);
+        x.keyword = keyword;
+        return x;
     }
 
     /** The UTF-8 bytes of {@code s} as one char per byte (the alphabet of the dk.brics automata). */

@@ -13,15 +13,21 @@ import java.util.Arrays;
  *       {@code format}, an {@code enum} of strings).</li>
  * </ul>
  *
- * <p>A <b>wide</b> lexeme (string contents, free text, whitespace) lets a large share of the vocabulary through in a
- * state; its token masks are cached per state (see {@link TokenConstraint}). Lexemes are immutable.
+ * <p>A <b>wide</b> lexeme (string contents, free text, whitespace, a {@code pattern} or {@code format} with a state that
+ * takes {@link #WIDE_FANOUT} bytes or more) lets a large share of the vocabulary through in a state; its token masks
+ * are computed by walking the vocabulary trie with the automaton alone and cached per state (see
+ * {@link TokenConstraint}). Lexemes are immutable.
  */
 abstract class Lexeme {
     static final int DEAD = -1;
+    /** A lexeme with a state that takes this many distinct bytes is wide. */
+    static final int WIDE_FANOUT = 48;
 
     final String name;
     final boolean counted;
     final boolean wide;
+    /** The schema keyword this lexeme enforces (named when its masks exceed a budget); set before publication. */
+    String keyword = "schema";
     private volatile byte[][] completions;
     private volatile long[][] firstBytes;
 

@@ -86,13 +86,14 @@ final class LexemeMasks {
                 + " clears";
     }
 
-    Entry entry(Lexeme x, int state, long[] follow) {
+    /** The entry of a lexeme state, built (its trie walk charged to {@code budget}) when not cached. */
+    Entry entry(Lexeme x, int state, long[] follow, MaskBudget budget) {
         Key key = new Key(x, state, follow[0], follow[1], follow[2], follow[3]);
         Entry e = map.get(key);
         if (e != null) {
             return e;
         }
-        e = build(x, state, follow);
+        e = build(x, state, follow, budget);
         builds.incrementAndGet();
         if (e.bytes <= maxBytes) {
             if (bytes.get() + e.bytes > maxBytes) {
@@ -107,7 +108,7 @@ final class LexemeMasks {
         return e;
     }
 
-    private Entry build(Lexeme x, int state, long[] follow) {
+    private Entry build(Lexeme x, int state, long[] follow, MaskBudget budget) {
         int words = (v.size() + 63) >>> 6;
         long[] all = new long[words];
         long[][] byUnits = new long[CAP][];
@@ -118,76 +119,67 @@ final class LexemeMasks {
         int[] exitNodes = new int[64];
         int[] exitUnits = new int[64];
         int nExit = 0;
-        int[] fb = new int[Long.bitCount(follow[0]) + Long.bitCount(follow[1]) + Long.bitCount(follow[2])
-                + Long.bitCount(follow[3])];
-        for (int b = 0, i = 0; b < 256; b++) {
-            if ((follow[b >>> 6] & (1L << b)) != 0) {
-                fb[i++] = b;
-            }
-        }
+        // one pass over the trie in preorder with the automaton alone: node i at depth d continues the path of the
+        // last node seen at depth d-1; a dead node's subtree is skipped whole
         int start = x.start();
-        int cap = v.maxTokenBytes + 2;
-        int[] nodes = new int[cap * 8];
-        int[] states = new int[cap * 8];
-        int[] units = new int[cap * 8];
-        nodes[0] = 0;
-        states[0] = state;
-        units[0] = 0;
-        int sp = 1;
-        while (sp > 0) {
-            sp--;
-            int n = nodes[sp];
-            int s = states[sp];
-            int u = units[sp];
-            if (n != 0) {
-                for (int t = v.firstToken[n]; t >= 0; t = v.nextToken[t]) {
-                    all[t >>> 6] |= 1L << t;
-                    maxUnits = Math.max(maxUnits, u);
-                    if (x.counted) {
-                        if (u < CAP) {
-                            if (byUnits[u] == null) {
-                                byUnits[u] = new long[words];
-                            }
-                            byUnits[u][t >>> 6] |= 1L << t;
-                        } else {
-                            if (nLong == longTok.length) {
-                                longTok = Arrays.copyOf(longTok, nLong * 2);
-                                longUnits = Arrays.copyOf(longUnits, nLong * 2);
-                            }
-                            longTok[nLong] = t;
-                            longUnits[nLong++] = u;
+        int depths = v.maxTokenBytes + 1;
+        int[] stateAt = new int[depths];
+        int[] unitsAt = new int[depths];
+        int[] nodeAt = new int[depths];
+        stateAt[0] = state;
+        int lastExit = -1;
+        byte[] labels = v.dfsLabel;
+        short[] depth = v.dfsDepth;
+        int[] tokenStart = v.dfsTokenStart;
+        int[] tokens = v.dfsTokens;
+        int nodes = labels.length;
+        for (int i = 1; i < nodes;) {
+            budget.add(1);
+            int d = depth[i];
+            int ps = stateAt[d - 1];
+            int pu = unitsAt[d - 1];
+            int b = labels[i] & 0xFF;
+            if ((follow[b >>> 6] & (1L << b)) != 0 && nodeAt[d - 1] != lastExit
+                    && (x.counted ? ps == start : x.accepting(ps))) {
+                // the lexeme may end at the parent and a byte of what follows comes next
+                lastExit = nodeAt[d - 1];
+                if (nExit == exitNodes.length) {
+                    exitNodes = Arrays.copyOf(exitNodes, nExit * 2);
+                    exitUnits = Arrays.copyOf(exitUnits, nExit * 2);
+                }
+                exitNodes[nExit] = v.dfsNode[lastExit];
+                exitUnits[nExit++] = pu;
+            }
+            int t = x.step(ps, b);
+            if (t < 0) {
+                i = v.dfsEnd[i];
+                continue;
+            }
+            int u = x.counted && ps == start ? pu + 1 : pu;
+            stateAt[d] = t;
+            unitsAt[d] = u;
+            nodeAt[d] = i;
+            for (int k = tokenStart[i]; k < tokenStart[i + 1]; k++) {
+                int tok = tokens[k];
+                all[tok >>> 6] |= 1L << tok;
+                maxUnits = Math.max(maxUnits, u);
+                if (x.counted) {
+                    if (u < CAP) {
+                        if (byUnits[u] == null) {
+                            byUnits[u] = new long[words];
                         }
-                    }
-                }
-            }
-            boolean canEnd = x.counted ? s == start : x.accepting(s);
-            if (canEnd) {
-                for (int b : fb) {
-                    if (v.child(n, b) >= 0) {
-                        if (nExit == exitNodes.length) {
-                            exitNodes = Arrays.copyOf(exitNodes, nExit * 2);
-                            exitUnits = Arrays.copyOf(exitUnits, nExit * 2);
+                        byUnits[u][tok >>> 6] |= 1L << tok;
+                    } else {
+                        if (nLong == longTok.length) {
+                            longTok = Arrays.copyOf(longTok, nLong * 2);
+                            longUnits = Arrays.copyOf(longUnits, nLong * 2);
                         }
-                        exitNodes[nExit] = n;
-                        exitUnits[nExit++] = u;
-                        break;
+                        longTok[nLong] = tok;
+                        longUnits[nLong++] = u;
                     }
                 }
             }
-            int nu = x.counted && s == start ? u + 1 : u;
-            for (int ch = v.childStart[n]; ch < v.childStart[n + 1]; ch++) {
-                int t = x.step(s, v.label[ch]);
-                if (t >= 0) {
-                    if (sp == nodes.length) {
-                        nodes = Arrays.copyOf(nodes, sp * 2);
-                        states = Arrays.copyOf(states, sp * 2);
-                        units = Arrays.copyOf(units, sp * 2);
-                    }
-                    nodes[sp] = ch;
-                    states[sp] = t;
-                    units[sp++] = nu;
-                }
-            }
+            i++;
         }
         if (!x.counted) {
             maxUnits = 0;

@@ -32,7 +32,7 @@ public final class TokenConstraint {
     private final LexemeMasks local;
     private final Config[] initial;
     private final int[] initialPlan;
-    private final long maskWork;
+    private final ConstraintLimits limits;
 
     public TokenConstraint(Grammar grammar, Vocabulary vocabulary) {
         this(grammar, vocabulary, ConstraintLimits.DEFAULT);
@@ -44,7 +44,7 @@ public final class TokenConstraint {
         this.parser = new Parser(limits);
         this.closing = new Closing(vocabulary, parser);
         this.local = new LexemeMasks(vocabulary, limits.maskCacheBytes());
-        this.maskWork = limits.maskWork();
+        this.limits = limits;
         if (grammar.root.minLen >= Grammar.INF) {
             throw new UnsupportedSchemaException("schema", "no JSON document satisfies the schema");
         }
@@ -95,60 +95,123 @@ public final class TokenConstraint {
         return initialPlan;
     }
 
+    ConstraintLimits limits() {
+        return limits;
+    }
+
+    /** The keyword a budget failure names for these configurations: the first lexeme's (a pattern, a format). */
+    private static String keyword(Config[] cs) {
+        for (Config c : cs) {
+            if (c.leaf instanceof Lex l && !"schema".equals(l.lexeme.keyword)) {
+                return l.lexeme.keyword;
+            }
+        }
+        return "schema";
+    }
+
     private LexemeMasks cacheFor(Lexeme x) {
         return x == JsonLexemes.STRING_CHAR || x == JsonLexemes.WHITESPACE ? vocabulary.sharedMasks : local;
     }
 
     /**
-     * Work counter and memo of one mask computation: the configurations after a byte, their first bytes and their
+     * Work meter and memo of one mask computation: the configurations after a byte, their first bytes and their
      * closing bound, per configuration array (by identity). The exits of a lexeme all continue from the same
-     * configurations, so their subtries share these steps instead of repeating them.
+     * configurations, so their subtries share these steps instead of repeating them. The memo is one open-addressed
+     * table keyed by (array, slot) that allocates nothing per entry: most arrays of a walk are stepped once, and a
+     * 256-entry row per array would cost more than the step.
      */
     private final class Work {
-        long n;
-        final java.util.IdentityHashMap<Config[], Config[][]> steps = new java.util.IdentityHashMap<>();
-        final java.util.IdentityHashMap<Config[], long[]> firsts = new java.util.IdentityHashMap<>();
-        final java.util.IdentityHashMap<Config[], Integer> bounds = new java.util.IdentityHashMap<>();
+        private static final int FIRST = 256;
+        private static final int BOUND = 257;
+        final MaskBudget budget;
+        private Object[] keys = new Object[256];
+        private int[] slots = new int[256];
+        private Object[] values = new Object[256];
+        private int size;
         int[] nodeStack = new int[64];
         Config[][] cfgStack = new Config[64][];
 
+        Work(MaskBudget budget) {
+            this.budget = budget;
+        }
+
+        private int index(Object key, int slot) {
+            int h = System.identityHashCode(key) * 0x9E3779B9 + slot * 0x85EBCA6B;
+            return (h ^ (h >>> 15)) & (keys.length - 1);
+        }
+
+        private Object get(Object key, int slot) {
+            for (int i = index(key, slot);; i = (i + 1) & (keys.length - 1)) {
+                Object k = keys[i];
+                if (k == null) {
+                    return null;
+                }
+                if (k == key && slots[i] == slot) {
+                    return values[i];
+                }
+            }
+        }
+
+        private void put(Object key, int slot, Object value) {
+            if (2 * (size + 1) > keys.length) {
+                Object[] ok = keys;
+                int[] os = slots;
+                Object[] ov = values;
+                keys = new Object[ok.length * 2];
+                slots = new int[ok.length * 2];
+                values = new Object[ok.length * 2];
+                size = 0;
+                for (int i = 0; i < ok.length; i++) {
+                    if (ok[i] != null) {
+                        put(ok[i], os[i], ov[i]);
+                    }
+                }
+            }
+            int i = index(key, slot);
+            while (keys[i] != null) {
+                i = (i + 1) & (keys.length - 1);
+            }
+            keys[i] = key;
+            slots[i] = slot;
+            values[i] = value;
+            size++;
+        }
+
         Config[] step(Config[] cs, int b) {
-            Config[][] row = steps.computeIfAbsent(cs, k -> new Config[256][]);
-            Config[] r = row[b];
+            Config[] r = (Config[]) get(cs, b);
             if (r == null) {
+                budget.add(2L * cs.length + 1);
                 r = parser.step(cs, b);
-                row[b] = r;
+                put(cs, b, r);
             }
             return r;
         }
 
         long[] first(Config[] cs) {
-            long[] f = firsts.get(cs);
+            long[] f = (long[]) get(cs, FIRST);
             if (f == null) {
+                budget.add(cs.length);
                 f = new long[4];
                 for (Config c : cs) {
                     parser.first(c, f);
                 }
-                firsts.put(cs, f);
+                put(cs, FIRST, f);
             }
             return f;
         }
 
         int bound(Config[] cs) {
-            Integer b = bounds.get(cs);
+            Integer b = (Integer) get(cs, BOUND);
             if (b == null) {
+                budget.add(cs.length);
                 b = closing.bound(cs);
-                bounds.put(cs, b);
+                put(cs, BOUND, b);
             }
             return b;
         }
 
         void add(long k) {
-            n += k;
-            if (n > maskWork) {
-                throw new ConstraintBudgetException("schema", "a token mask needed more than " + maskWork
-                        + " parser steps");
-            }
+            budget.add(k);
         }
     }
 
@@ -159,11 +222,17 @@ public final class TokenConstraint {
      * @param exact walk the whole trie with the full parser (no lexeme cache): the reference for parity tests
      */
     long[] allowed(Config[] cs, int budget, boolean exact) {
+        return allowed(cs, budget, exact, new MaskBudget(limits, limits.requestWork(), null));
+    }
+
+    /** As {@link #allowed(Config[], int, boolean)}, charging the work to {@code meter}. */
+    long[] allowed(Config[] cs, int budget, boolean exact, MaskBudget meter) {
         long[] mask = new long[(vocabulary.size() + 63) >>> 6];
         if (budget < 0) {
             return mask;
         }
-        Work work = new Work();
+        Work work = new Work(meter);
+        meter.keyword = keyword(cs);
         List<Config> rest = new ArrayList<>();
         for (Config c : cs) {
             if (!exact && c.leaf instanceof Lex l && l.lexeme.wide) {
@@ -173,6 +242,7 @@ public final class TokenConstraint {
             }
         }
         if (!rest.isEmpty()) {
+            meter.keyword = keyword(rest.toArray(new Config[0]));
             walk(0, rest.toArray(new Config[0]), mask, budget, null, work);
         }
         return mask;
@@ -180,8 +250,9 @@ public final class TokenConstraint {
 
     private void lexeme(Config c, Lex l, long[] mask, int budget, Work work) {
         Lexeme x = l.lexeme;
+        work.budget.keyword = x.keyword;
         long[] follow = parser.follow(c.k);
-        LexemeMasks.Entry e = cacheFor(x).entry(x, c.pos, follow);
+        LexemeMasks.Entry e = cacheFor(x).entry(x, c.pos, follow, work.budget);
         work.add(e.exitNodes().length + 64);
         int room = x.counted && l.max >= 0 ? l.max - c.count : Integer.MAX_VALUE;
         int cont = closing.cont(c.k);
@@ -251,7 +322,7 @@ public final class TokenConstraint {
             int n = nodeStack[--sp];
             Config[] cs = cfgStack[sp];
             cfgStack[sp] = null;
-            work.add(cs.length);
+            work.add(1 + cs.length);
             if (n != root && v.firstToken[n] >= 0 && work.bound(cs) <= budget) {
                 for (int t = v.firstToken[n]; t >= 0; t = v.nextToken[t]) {
                     mask[t >>> 6] |= 1L << t;

@@ -24,6 +24,18 @@ public final class Vocabulary {
     final int[] nextToken;
     /** Longest token in bytes. */
     final int maxTokenBytes;
+    /*
+     * The same trie in depth-first preorder, for walks that visit most of it (a wide lexeme's mask): node i's
+     * subtree is i .. dfsEnd[i]-1, so the walk reads these arrays front to back and skips a dead subtree in one step.
+     */
+    /** Preorder node i: the byte that leads to it, its depth (the root is 0 at depth 0) and its breadth-first id. */
+    final byte[] dfsLabel;
+    final short[] dfsDepth;
+    final int[] dfsEnd;
+    final int[] dfsNode;
+    /** Tokens ending at preorder node i: dfsTokens[dfsTokenStart[i] .. dfsTokenStart[i+1]-1]. */
+    final int[] dfsTokenStart;
+    final int[] dfsTokens;
     /**
      * Masks of the JSON string and whitespace lexemes, which do not depend on a schema: shared by every constraint
      * over this vocabulary, bounded by {@link #SHARED_MASK_BYTES}.
@@ -133,6 +145,65 @@ public final class Vocabulary {
                 firstToken[n] = id;
             }
         }
+        if (longest > Short.MAX_VALUE) {
+            throw new IllegalArgumentException("a token of " + longest + " bytes");
+        }
+        // preorder: subtree sizes bottom up (children have larger breadth-first ids), then an explicit stack
+        int[] subtree = new int[nodes];
+        for (int n = nodes - 1; n >= 0; n--) {
+            subtree[n] += 1;
+            if (n > 0) {
+                subtree[parentOfNew(n)] += subtree[n];
+            }
+        }
+        dfsLabel = new byte[nodes];
+        dfsDepth = new short[nodes];
+        dfsEnd = new int[nodes];
+        dfsNode = new int[nodes];
+        dfsTokenStart = new int[nodes + 1];
+        int[] tokensOut = new int[size];
+        int[] stack = new int[nodes];
+        int[] depthOf = new int[nodes];
+        int sp = 0;
+        stack[sp++] = 0;
+        int pre = 0;
+        int nt = 0;
+        while (sp > 0) {
+            int n = stack[--sp];
+            dfsLabel[pre] = (byte) label[n];
+            dfsDepth[pre] = (short) depthOf[n];
+            dfsEnd[pre] = pre + subtree[n];
+            dfsNode[pre] = n;
+            dfsTokenStart[pre] = nt;
+            for (int t = firstToken[n]; t >= 0; t = nextToken[t]) {
+                tokensOut[nt++] = t;
+            }
+            pre++;
+            for (int ch = childStart[n + 1] - 1; ch >= childStart[n]; ch--) { // smallest byte first
+                depthOf[ch] = depthOf[n] + 1;
+                stack[sp++] = ch;
+            }
+        }
+        dfsTokenStart[nodes] = nt;
+        dfsTokens = java.util.Arrays.copyOf(tokensOut, nt);
+    }
+
+    /** The parent of a breadth-first node (during construction: children ranges are set). */
+    private int parentOfNew(int n) {
+        int lo = 0;
+        int hi = n - 1;
+        while (lo < hi) { // the last node whose children start at or before n
+            int mid = (lo + hi + 1) >>> 1;
+            if (childStart[mid] <= n) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        while (childStart[lo] > n || childStart[lo + 1] <= n) {
+            lo--;
+        }
+        return lo;
     }
 
     /** Token ids 0..size-1. */
@@ -174,6 +245,7 @@ public final class Vocabulary {
 
     /** Bytes of the arrays behind the trie (for memory accounting). */
     long bytes() {
-        return 4L * (childStart.length + label.length + firstToken.length + nextToken.length);
+        return 4L * (childStart.length + label.length + firstToken.length + nextToken.length) + 15L * dfsEnd.length
+                + 4L * dfsTokens.length;
     }
 }

@@ -355,6 +355,9 @@ abstract class AbstractLane implements Lane {
         try {
             stepHook.beforeSample(seq.request, seq.generated);
             return seq.onLogits(logits, off);
+        } catch (io.tqserve.constraint.ConstraintBudgetException e) {
+            seq.fail(e.getMessage(), GenerationEvent.Failed.SCHEMA_TOO_COMPLEX); // this request only: the schema's
+            return true;
         } catch (RuntimeException | Error e) {
             logFailure(seq, e);
             seq.fail("generation failed: " + describe(e), "server_error");

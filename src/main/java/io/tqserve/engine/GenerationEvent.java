@@ -55,5 +55,10 @@ public sealed interface GenerationEvent permits GenerationEvent.Started, Generat
      * @param type     OpenAI-style error type (e.g. "server_error", "timeout")
      */
     record Failed(String message, String type) implements GenerationEvent {
+        /**
+         * The type of a sequence whose constraint exceeded a mask budget mid-generation (the schema's cost, not the
+         * server's fault): answered as a 400 {@code schema_too_complex}.
+         */
+        public static final String SCHEMA_TOO_COMPLEX = "schema_too_complex";
     }
 }

@@ -65,7 +65,7 @@ final class Sequence {
         this.detokenizer = new StreamingDetokenizer(tokenizer, !rules.keepSpecialTokens());
         this.constraint = rules.constraint() == null ? null
                 : new ConstraintState(rules.constraint(), eos.stream().mapToInt(Integer::intValue).toArray(),
-                        rules.gateToken());
+                        rules.gateToken(), this::cancelled); // a cancelled request stops its mask mid-walk
         this.reasoning = rules.reasoningBudget() == null ? null : rules.reasoningBudget().start();
         this.stops = new StopMatcher(request.params().stop());
         this.eos = eos;
