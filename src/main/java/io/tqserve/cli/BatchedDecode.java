@@ -16,12 +16,14 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The decode steps of 1, 2, 4 and 8 sequences run together through the transformer as the batched lane runs them
+ * The decode steps of 1, 2, 4, 8 and 16 sequences run together through the transformer as the batched lane runs them
  * (one forward pass per step; on a device decoder each step samples greedily on the device): aggregate tok/s as a
  * ratio to one sequence, and per step the device's evaluations, the device ops issued (on MLX the same count for
  * every batch size: the step's graph does not grow with the batch), the bytes copied from the device to Java and the
  * process's CPU time (every thread, native ones included: MLX's CPU device runs a step on its own threads and
- * BLAS's, which a thread count of the JVM does not see). CPU time per step is what a step costs whatever else runs
+ * BLAS's, which a thread count of the JVM does not see). On the CPU backend each row also splits the step's wall time
+ * as {@code bench decode}'s phase account does: weight matmuls, other parallel work (attention, SwiGLU), and the
+ * caller's thread alone (norms, RoPE, residual adds, the greedy argmax). CPU time per step is what a step costs whatever else runs
  * on the machine; wall-clock tok/s depends on it.
  */
 final class BatchedDecode {
@@ -30,13 +32,13 @@ final class BatchedDecode {
 
     static void run(Transformer t, ComputeBackend backend, int[] prompt, int decodeTokens, PrintStream out) {
         ModelConfig c = t.config();
-        out.println("  decode steps of 1/2/4/8 sequences together (greedy; per step: device evaluations, device ops, "
+        out.println("  decode steps of 1/2/4/8/16 sequences together (greedy; per step: device evaluations, device ops, "
                 + "bytes device->Java):");
         out.println("  seqs   tok/s   vs 1 seq   evals/step   ops/step   bytes->Java/step   CPU ms/step   tok per CPU-s"
-                + "   vs 1 seq");
+                + "   vs 1 seq   step ms = matmuls + other parallel + lane alone");
         double one = 0;
         double oneCpu = 0;
-        for (int n : new int[] {1, 2, 4, 8}) {
+        for (int n : new int[] {1, 2, 4, 8, 16}) {
             double[] best = null;
             for (int round = 0; round < 2; round++) { // round 0 warms up
                 double[] r = once(t, backend, c, prompt, decodeTokens, n);
@@ -47,14 +49,17 @@ final class BatchedDecode {
                 one = best[0];
                 oneCpu = perCpu;
             }
-            out.printf("  %4d  %7.1f   %6.2fx   %10.2f   %8.1f   %16.1f   %11.1f   %13.1f   %6.2fx%n", n, best[0],
-                    best[0] / one, best[1], best[4], best[2], best[3], perCpu, perCpu / oneCpu);
+            String phases = best[5] < 0 ? "" : String.format("   %7.2f = %7.2f + %5.2f + %5.2f", 1e3 * n / best[0],
+                    best[5], best[6], 1e3 * n / best[0] - best[5] - best[6]);
+            out.printf("  %4d  %7.1f   %6.2fx   %10.2f   %8.1f   %16.1f   %11.1f   %13.1f   %6.2fx%s%n", n, best[0],
+                    best[0] / one, best[1], best[4], best[2], best[3], perCpu, perCpu / oneCpu, phases);
         }
     }
 
     /**
-     * {tok/s, evaluations per step, bytes to Java per step, process CPU ms per step, device ops per step} of
-     * {@code n} sequences decoding together.
+     * {tok/s, evaluations per step, bytes to Java per step, process CPU ms per step, device ops per step, matmul ms
+     * per step, other parallel ms per step (the last two -1 without a {@link PhaseTimedBackend})} of {@code n}
+     * sequences decoding together.
      */
     private static double[] once(Transformer t, ComputeBackend backend, ModelConfig c, int[] prompt, int decodeTokens,
             int n) {
@@ -75,6 +80,10 @@ final class BatchedDecode {
                 }
             }
             DeviceStats before = backend.deviceStats();
+            PhaseTimedBackend timed = backend instanceof PhaseTimedBackend p ? p : null;
+            if (timed != null) {
+                timed.reset();
+            }
             long cpu0 = processCpuNanos();
             long t0 = System.nanoTime();
             for (int step = 0; step < decodeTokens; step++) {
@@ -94,7 +103,9 @@ final class BatchedDecode {
             DeviceStats d = backend.deviceStats().since(before);
             return new double[] {(double) n * decodeTokens / ((t1 - t0) / 1e9),
                 (double) d.evaluations() / decodeTokens, (double) d.bytesToJava() / decodeTokens,
-                cpu / 1e6 / decodeTokens, (double) d.ops() / decodeTokens};
+                cpu / 1e6 / decodeTokens, (double) d.ops() / decodeTokens,
+                timed == null ? -1 : timed.matmulNanos / 1e6 / decodeTokens,
+                timed == null ? -1 : timed.parallelNanos / 1e6 / decodeTokens};
         } finally {
             samplers.forEach(DeviceSampler::close);
             caches.forEach(KvCache::close);

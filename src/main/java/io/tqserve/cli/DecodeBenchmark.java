@@ -31,7 +31,7 @@ import java.util.Set;
  * 2048-position model to 4k+ (its outputs beyond its trained context are meaningless; its speed is not).
  * {@code --weights 4} benchmarks a copy quantized to that width (MLX affine, group 64) instead; a list
  * ({@code --weights bf16,8,4}) compares the formats' decode tok/s interleaved ({@link WeightsDecodeComparison}).
- * {@code --no-batched} skips the table of 1/2/4/8 sequences decoded together.
+ * {@code --no-batched} skips the table of 1/2/4/8/16 sequences decoded together.
  */
 final class DecodeBenchmark {
     private DecodeBenchmark() {
@@ -84,7 +84,7 @@ final class DecodeBenchmark {
         return 0;
     }
 
-    /** The two bandwidths the roofline fractions divide by (GB/s); batched: run the 1/2/4/8-sequence table too. */
+    /** The two bandwidths the roofline fractions divide by (GB/s); batched: run the 1/2/4/8/16-sequence table too; the f32 FMA peak (GFLOP/s, 0 when not measured). */
     record Ceilings(double readGbs, double copyGbs, boolean batched, double fmaPeakGflops) {
     }
 
