@@ -1,5 +1,9 @@
 package io.tqserve.toolcall;
 
+import tools.jackson.core.JacksonException;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
 /**
  * Reads one JSON call object as it arrives, tracking only its structure (nesting, strings, escapes) and its
  * top-level members: whether {@code name} comes first, the name's JSON text, and where the arguments value
@@ -7,6 +11,11 @@ package io.tqserve.toolcall;
  * is still arriving, which the streamed fragments need; the complete call is still parsed by Jackson.
  */
 final class CallScan {
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+
+    /** A complete call object's name and arguments (JSON object text). */
+    record Whole(String name, String arguments) {
+    }
     final String argumentsKey;
     final StringBuilder text = new StringBuilder();
     int depth;
@@ -139,5 +148,62 @@ final class CallScan {
         valueStart = -1;
         valueKey = null;
         key = null;
+    }
+
+    /** The name as a string (its JSON text decoded), or null if it is not a JSON string. */
+    String nameText() {
+        try {
+            JsonNode n = JSON.readTree(name);
+            return n.isString() ? n.asString() : null;
+        } catch (JacksonException e) {
+            return null;
+        }
+    }
+
+    /**
+     * The call object read whole with Jackson (for members not in streaming order): its name and arguments (under
+     * {@code key}, else {@code arguments}), or null if it is not a call.
+     */
+    Whole whole(String key) {
+        JsonNode n;
+        try {
+            n = JSON.readTree(text.toString());
+        } catch (JacksonException e) {
+            return null;
+        }
+        if (!n.isObject() || !n.path("name").isString()) {
+            return null;
+        }
+        String args = argumentsText(n.has(key) ? n.get(key) : n.get("arguments"));
+        return args == null ? null : new Whole(n.get("name").asString(), args);
+    }
+
+    /** The arguments written as something other than an object (a JSON string holding one), as object text. */
+    String argumentsNotAnObject() {
+        if (argsStart < 0 || argsObject || argsEnd < 0) {
+            return "{}";
+        }
+        try {
+            String t = argumentsText(JSON.readTree(text.substring(argsStart, argsEnd)));
+            return t == null ? "{}" : t;
+        } catch (JacksonException e) {
+            return "{}";
+        }
+    }
+
+    /** The arguments as JSON object text: an object as written, a JSON string holding an object, none as {}. */
+    static String argumentsText(JsonNode args) {
+        if (args == null || args.isNull()) {
+            return "{}";
+        }
+        if (args.isString()) { // some models write the arguments as a JSON string
+            try {
+                JsonNode inner = JSON.readTree(args.asString());
+                return inner != null && inner.isObject() ? inner.toString() : null;
+            } catch (JacksonException e) {
+                return null;
+            }
+        }
+        return args.isObject() ? args.toString() : null;
     }
 }

@@ -2,9 +2,6 @@ package io.tqserve.toolcall;
 
 import java.util.ArrayList;
 import java.util.List;
-import tools.jackson.core.JacksonException;
-import tools.jackson.databind.JsonNode;
-import tools.jackson.databind.json.JsonMapper;
 
 /**
  * Splits generated chat text, as it streams in, into reasoning, answer content and tool calls, reading the
@@ -18,8 +15,6 @@ import tools.jackson.databind.json.JsonMapper;
  * {@link #finish()}), so both give the same result. One per response, not thread-safe.
  */
 public final class ChatOutputParser {
-    private static final JsonMapper JSON = JsonMapper.builder().build();
-
     /** One piece of output. */
     public sealed interface Piece permits Reasoning, Content, CallStart, CallArguments {
     }
@@ -224,7 +219,7 @@ public final class ChatOutputParser {
                     int i = s.indexOf(format.argsMarker());
                     String name = (i >= 0 ? s.substring(0, i)
                             : s.substring(0, s.length() - (end ? 0 : heldSuffix(s, format.argsMarker())))).strip();
-                    if (!validName(name) || (i < 0 && (end || s.length() > MAX_NAME))) {
+                    if (!ArgumentsScan.validName(name) || (i < 0 && (end || s.length() > ArgumentsScan.MAX_NAME))) {
                         fail();
                         continue;
                     }
@@ -358,7 +353,7 @@ public final class ChatOutputParser {
     /** Announces the call in progress once its name is known and it is the first member; streams its arguments. */
     private void announce() {
         if (arguments == null && scan.nameFirst && scan.name != null) {
-            String name = jsonString(scan.name);
+            String name = scan.nameText();
             if (name == null) {
                 scan.failed = true;
                 return;
@@ -383,73 +378,25 @@ public final class ChatOutputParser {
     private String currentId;
     private ArgumentsScan argsScan;
 
-    /** The longest name (with whitespace) before an arguments marker that is still taken for a call. */
-    private static final int MAX_NAME = 256;
-
-    /** A function name as the {@code name[ARGS]} formats write it: no whitespace, quotes or braces inside. */
-    private static boolean validName(String name) {
-        for (int i = 0; i < name.length(); i++) {
-            char c = name.charAt(i);
-            if (Character.isWhitespace(c) || c == '"' || c == '{' || c == '[' || c == '<') {
-                return false;
-            }
-        }
-        return true;
-    }
-
     /** A call object read whole (its members were not in streaming order): announced and argued at once. */
     private boolean scanWhole() {
-        JsonNode n;
-        try {
-            n = JSON.readTree(scan.text.toString());
-        } catch (JacksonException e) {
+        CallScan.Whole w = scan.whole(format.argumentsKey());
+        if (w == null) {
             return false;
         }
-        if (!n.isObject() || !n.path("name").isString()) {
-            return false;
-        }
-        JsonNode args = n.has(format.argumentsKey()) ? n.get(format.argumentsKey()) : n.get("arguments");
-        String text = argumentsText(args);
-        if (text == null) {
-            return false;
-        }
-        currentName = n.get("name").asString();
+        currentName = w.name();
         currentId = ToolCallFormat.newId();
         out.add(new CallStart(calls.size(), currentId, currentName));
         arguments = new StringBuilder();
-        arguments.append(text);
-        out.add(new CallArguments(calls.size(), text));
+        arguments.append(w.arguments());
+        out.add(new CallArguments(calls.size(), w.arguments()));
         return true;
-    }
-
-    /** The arguments as JSON object text: an object as written, a JSON string holding an object, none as {}. */
-    private static String argumentsText(JsonNode args) {
-        if (args == null || args.isNull()) {
-            return "{}";
-        }
-        if (args.isString()) { // some models write the arguments as a JSON string
-            try {
-                JsonNode inner = JSON.readTree(args.asString());
-                return inner != null && inner.isObject() ? inner.toString() : null;
-            } catch (JacksonException e) {
-                return null;
-            }
-        }
-        return args.isObject() ? args.toString() : null;
     }
 
     private void endCall() {
         if (arguments.isEmpty()) {
             // no arguments member, or arguments written as a string: one fragment with the object text
-            String text = "{}";
-            if (scan != null && scan.argsStart >= 0 && !scan.argsObject && scan.argsEnd >= 0) {
-                try {
-                    String t = argumentsText(JSON.readTree(scan.text.substring(scan.argsStart, scan.argsEnd)));
-                    text = t == null ? "{}" : t;
-                } catch (JacksonException e) {
-                    text = "{}";
-                }
-            }
+            String text = scan == null ? "{}" : scan.argumentsNotAnObject();
             arguments.append(text);
             out.add(new CallArguments(calls.size(), text));
         }
@@ -466,15 +413,6 @@ public final class ChatOutputParser {
         emitContent(text, false);
         reset("");
         phase = Phase.CONTENT;
-    }
-
-    private static String jsonString(String quoted) {
-        try {
-            JsonNode n = JSON.readTree(quoted);
-            return n.isString() ? n.asString() : null;
-        } catch (JacksonException e) {
-            return null;
-        }
     }
 
     private void reset(String s) {
