@@ -102,20 +102,14 @@ public final class MessagesOutput implements WireOutput {
 
     @Override
     public String body(List<GenerationEvent> events) {
+        GenerationEvent.Finished finished = WireOutput.finished(events);
         StringBuilder text = new StringBuilder();
-        GenerationEvent.Finished finished = null;
         for (GenerationEvent e : events) {
             if (e instanceof GenerationEvent.Token t) {
                 text.append(t.text());
-            } else if (e instanceof GenerationEvent.Finished f) {
-                text.append(f.trailingText());
-                finished = f;
             }
         }
-        if (finished == null) {
-            throw new ApiException(org.springframework.http.HttpStatus.INTERNAL_SERVER_ERROR, "server_error", null,
-                    null, "the sequence ended without a result", null);
-        }
+        text.append(finished.trailingText());
         List<ChatOutputParser.Piece> all = new ArrayList<>(pieces(text.toString()));
         if (parser != null) {
             all.addAll(parser.finish());
@@ -200,10 +194,7 @@ public final class MessagesOutput implements WireOutput {
     }
 
     private List<ChatOutputParser.Piece> pieces(String text) {
-        if (parser != null) {
-            return parser.feed(text);
-        }
-        return text.isEmpty() ? List.of() : List.of(new ChatOutputParser.Content(text));
+        return WireOutput.pieces(parser, text);
     }
 
     private static Kind kind(ChatOutputParser.Piece p) {

@@ -132,16 +132,9 @@ public final class ResponsesOutput implements WireOutput {
 
     @Override
     public String body(List<GenerationEvent> events) {
-        GenerationEvent.Finished finished = null;
+        GenerationEvent.Finished finished = WireOutput.finished(events);
         for (GenerationEvent e : events) {
             on(e);
-            if (e instanceof GenerationEvent.Finished f) {
-                finished = f;
-            }
-        }
-        if (finished == null) {
-            throw new ApiException(org.springframework.http.HttpStatus.INTERNAL_SERVER_ERROR, "server_error", null,
-                    null, "the sequence ended without a result", null);
         }
         return Wire.json(response(finished.reason() == FinishReason.LENGTH ? "incomplete" : "completed", finished));
     }
@@ -173,10 +166,7 @@ public final class ResponsesOutput implements WireOutput {
     }
 
     private List<ChatOutputParser.Piece> pieces(String text) {
-        if (parser != null) {
-            return parser.feed(text);
-        }
-        return text.isEmpty() ? List.of() : List.of(new ChatOutputParser.Content(text));
+        return WireOutput.pieces(parser, text);
     }
 
     private void pieces(List<ChatOutputParser.Piece> pieces, List<String> out) {
