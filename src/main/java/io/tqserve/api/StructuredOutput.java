@@ -8,13 +8,10 @@ import io.tqserve.constraint.TokenConstraint;
 import io.tqserve.constraint.Vocabulary;
 import io.tqserve.engine.OutputRules;
 import io.tqserve.model.Model;
-import io.tqserve.model.TokenBytes;
 import io.tqserve.toolcall.ChatFormat;
 import io.tqserve.toolcall.ChatOutputParser;
 import io.tqserve.toolcall.ToolCallFormat;
 import io.tqserve.toolcall.ToolSpec;
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.Callable;
@@ -197,18 +194,8 @@ final class StructuredOutput {
     private Vocabulary vocabulary() {
         Vocabulary v = vocabulary;
         if (v == null) {
-            synchronized (this) {
-                v = vocabulary;
-                if (v == null) {
-                    try {
-                        v = new Vocabulary(ChatFormats.of(model).constraintTokenBytes(
-                                TokenBytes.load(model.dir(), model.config().vocabSize())));
-                    } catch (IOException e) {
-                        throw new UncheckedIOException(e);
-                    }
-                    vocabulary = v;
-                }
-            }
+            v = ConstraintVocabularies.of(model); // built at model load (ModelLoader), or here on first use
+            vocabulary = v;
         }
         return v;
     }

@@ -82,6 +82,17 @@ public final class ModelLoader implements SmartLifecycle {
             }
             List<KvScheme> schemes = plan.plans().stream().map(LanePlan::scheme).distinct().toList();
             try {
+                // the constraint vocabulary (token bytes as a trie) before readiness: never inside a request's
+                // compile budget, nor in front of unrelated requests
+                long v0 = System.nanoTime();
+                int tokens = io.tqserve.api.ConstraintVocabularies.of(m).size();
+                log.info("tqserve: constraint vocabulary of {} tokens built in {} ms", tokens,
+                        (System.nanoTime() - v0) / 1_000_000);
+            } catch (RuntimeException e) {
+                log.warn("tqserve: the constraint vocabulary could not be built, structured outputs will retry: {}",
+                        e.toString());
+            }
+            try {
                 Warmup.Report w = Warmup.run(m, schemes, props.backend().warmup(), () -> running);
                 if (w.rounds() > 0) {
                     log.info("tqserve: warmed up {} in {} ms ({} rounds, {} forward passes on throwaway caches)",
