@@ -134,4 +134,20 @@ class MessagesSseTest extends ServingTestContext {
         assertThat(ToolsSdkTest.JSON.readTree(notFound.body()).get("error").get("type").asString())
                 .isEqualTo("not_found_error");
     }
+
+    @Test
+    void thinkingOnAModelThatDoesNotReasonIsAcceptedWithNothingToCap() throws Exception {
+        // the embedded model's template has no reasoning markers: budget_tokens caps nothing (no 400 for
+        // thinking_token_budget, which the chat path gives for such a model), and the answer is the text block
+        var r = post("/v1/messages", "{\"model\":\"tiny-llama-h128\",\"max_tokens\":6,\"temperature\":0,"
+                + "\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":2048}," + MESSAGES + "}", "X-Tqserve-Lane",
+                "batched", "anthropic-version", "2023-06-01");
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+        JsonNode content = ToolsSdkTest.JSON.readTree(r.body()).get("content");
+        assertThat(content).hasSize(1);
+        assertThat(content.get(0).get("type").asString()).isEqualTo("text");
+        var chat = post("/v1/chat/completions", "{\"max_tokens\":6,\"thinking_token_budget\":2048,"
+                + "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
+        assertThat(chat.statusCode()).isEqualTo(400);
+    }
 }
