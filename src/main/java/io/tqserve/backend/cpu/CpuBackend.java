@@ -35,10 +35,19 @@ public final class CpuBackend implements ComputeBackend {
     private final Map<Matrix, QuantizedPack> qpacked = Collections.synchronizedMap(new WeakHashMap<>());
 
     public CpuBackend(Kernels kernels, int threads, String why) {
+        this(kernels, threads, why, QuantizedInt8.DEFAULT);
+    }
+
+    /**
+     * @param int8 4- and 8-bit weights (groups of whole blocks, 256-bit vectors) multiply int8-quantized activations
+     *     ({@link QuantizedInt8}); {@code -Dtqserve.cpu.int8-activations=true} sets it for {@link #create}
+     */
+    public CpuBackend(Kernels kernels, int threads, String why, boolean int8) {
         this.kernels = kernels;
         this.pool = new KernelPool(threads);
-        this.why = why;
-        this.quantized = new QuantizedMatmul(kernels);
+        this.why = why + (int8 && kernels instanceof VectorKernels && QuantizedVector.L == 8
+                ? ", int8 activations for 4- and 8-bit weights (-D" + QuantizedInt8.PROPERTY + "=true)" : "");
+        this.quantized = new QuantizedMatmul(kernels, int8);
     }
 
     /**
@@ -208,8 +217,9 @@ public final class CpuBackend implements ComputeBackend {
                     continue;
                 }
                 QuantizedPack dst = QuantizedPack.allocate(m, Arena.ofAuto());
+                boolean int8 = quantized.int8(m);
                 pool.parallelFor(parts, p -> QuantizedPack.pack(m, dst, (int) ((long) groups * p / parts),
-                        (int) ((long) groups * (p + 1) / parts)));
+                        (int) ((long) groups * (p + 1) / parts), int8));
                 qpacked.put(m, dst);
                 continue;
             }

@@ -21,14 +21,29 @@ final class QuantizedMatmul {
     private final ThreadLocal<float[]> scaleScratch = new ThreadLocal<>();
     /** The calling thread's activation arrays per {@link #input} slot (permuted x, group sums): two per slot. */
     private final ThreadLocal<float[][]> inputScratch = ThreadLocal.withInitial(() -> new float[0][]);
+    /** The same for the int8 activations of {@link QuantizedInt8}: one per slot. */
+    private final ThreadLocal<short[][]> int8Scratch = ThreadLocal.withInitial(() -> new short[0][]);
 
-    /** The activations as one matrix's kernels read them: permuted per code width, with their group sums. */
-    record Input(float[] x, float[] sums) {
+    /**
+     * The activations as one matrix's kernels read them: permuted per code width, with their group sums; for
+     * {@link QuantizedInt8}'s kernels x is the caller's and {@code xq}/{@code xd} the int8 activations and their
+     * per-block scales (null otherwise).
+     */
+    record Input(float[] x, float[] sums, short[] xq, float[] xd) {
     }
 
-    QuantizedMatmul(Kernels kernels) {
+    private final boolean int8;
+
+    /** {@code int8}: run {@link QuantizedInt8}'s kernels where they apply ({@link #int8}). */
+    QuantizedMatmul(Kernels kernels, boolean int8) {
         this.kernels = kernels;
         this.vector = kernels instanceof VectorKernels;
+        this.int8 = int8 && vector;
+    }
+
+    /** Whether w runs {@link QuantizedInt8}'s kernels (int8 activations; the pack then holds their form). */
+    boolean int8(Matrix w) {
+        return int8 && fast(w) && QuantizedInt8.supported(w.quant().bits(), w.quant().groupSize());
     }
 
     /** Whether w runs the Vector API kernels (which read {@link #input}'s permuted activations). */
@@ -44,17 +59,39 @@ final class QuantizedMatmul {
      */
     Input input(Matrix w, float[] x, int rows, int slot) {
         if (!fast(w)) {
-            return new Input(x, null);
+            return new Input(x, null, null, null);
         }
         int inDim = w.cols();
         int groups = inDim / w.quant().groupSize();
-        float[] xs = slot(2 * slot, rows * inDim);
         float[] sums = slot(2 * slot + 1, rows * groups);
+        if (int8(w)) {
+            int blocks = inDim / QuantizedInt8.block(w.quant().bits());
+            short[] xq = int8Slot(slot, rows * inDim);
+            float[] xd = slot(2 * slot, rows * blocks);
+            for (int r = 0; r < rows; r++) {
+                QuantizedInt8.quantize(w.quant().bits(), x, r * inDim, inDim, xq, r * inDim, xd, r * blocks);
+                QuantizedVector.groupSums(x, r * inDim, inDim, w.quant().groupSize(), sums, r * groups);
+            }
+            return new Input(x, sums, xq, xd);
+        }
+        float[] xs = slot(2 * slot, rows * inDim);
         for (int r = 0; r < rows; r++) {
             QuantizedVector.permute(w.quant().bits(), x, r * inDim, inDim, xs, r * inDim);
             QuantizedVector.groupSums(x, r * inDim, inDim, w.quant().groupSize(), sums, r * groups);
         }
-        return new Input(xs, sums);
+        return new Input(xs, sums, null, null);
+    }
+
+    private short[] int8Slot(int i, int n) {
+        short[][] held = int8Scratch.get();
+        if (held.length <= i) {
+            held = java.util.Arrays.copyOf(held, i + 1);
+            int8Scratch.set(held);
+        }
+        if (held[i] == null || held[i].length < n) {
+            held[i] = new short[n];
+        }
+        return held[i];
     }
 
     private float[] slot(int i, int n) {
@@ -83,6 +120,25 @@ final class QuantizedMatmul {
         int outDim = w.rows();
         int inDim = w.cols();
         float[] xin = in.x();
+        if (in.xq() != null) {
+            int groups = inDim / w.quant().groupSize();
+            int blocks = inDim / QuantizedInt8.block(w.quant().bits());
+            float[] sb = scratch(scaleScratch, 4 * groups + 4 + 4 * blocks);
+            int bits = w.quant().bits();
+            for (int j = from; j < to; j += 4) {
+                int count = Math.min(4, to - j);
+                for (int r = 0; r < rows; r++) {
+                    if (pack != null && count == 4) {
+                        QuantizedInt8.matvecPacked(pack, bits, j, inDim, in.xq(), r * inDim, in.xd(), r * blocks,
+                                in.sums(), r * groups, sb, out, r * outDim + j);
+                    } else {
+                        QuantizedInt8.matvec(w, j, count, in.xq(), r * inDim, in.xd(), r * blocks, in.sums(),
+                                r * groups, sb, out, r * outDim + j);
+                    }
+                }
+            }
+            return;
+        }
         if (in.sums() != null) {
             int groups = inDim / w.quant().groupSize();
             int size = QuantizedVector.scratchSize(w.quant().bits(), inDim, w.quant().groupSize());

@@ -17,7 +17,9 @@ import jdk.incubator.vector.VectorSpecies;
  * {@link CpuBackend#prepare}): per pair of rows, the two rows' loads of L ints side by side ({@code 8·L} bytes per
  * step), the pairs in row order, so the kernels read one contiguous stream per thread (as the bf16 decode kernel
  * does) instead of four streams a row apart; the scales as floats in row order ({@code scales[r·groups + g]}) and the
- * biases as floats with the four rows of a block side by side per group ({@code biases[(r/4)·4·groups + 4g + r%4]}),
+ * biases as floats with the four rows of a block side by side per group ({@code biases[(r/4)·4·groups + 4g + r%4]};
+ * for {@link QuantizedInt8}'s 8-bit kernels the codes centred, {@code q - 128} as signed bytes, and the biases
+ * {@code b + 128·s}),
  * so a call's prologue is a copy and one 4-lane multiply-add per group.
  */
 record QuantizedPack(MemorySegment codes, MemorySegment scales, MemorySegment biases, long rowBytes, int groupSize) {
@@ -26,9 +28,10 @@ record QuantizedPack(MemorySegment codes, MemorySegment scales, MemorySegment bi
 
     /**
      * Repacks the blocks of four rows [fromBlock, toBlock) of w (which {@link QuantizedVector#handles}, rows in fours)
-     * into dst, from {@link #allocate} (callers split the work).
+     * into dst, from {@link #allocate} (callers split the work); {@code int8}: in the form of {@link QuantizedInt8}'s
+     * kernels.
      */
-    static void pack(Matrix w, QuantizedPack dst, int fromBlock, int toBlock) {
+    static void pack(Matrix w, QuantizedPack dst, int fromBlock, int toBlock, boolean int8) {
         GroupQuant q = w.quant();
         int n = w.cols();
         int groups = n / q.groupSize();
@@ -44,13 +47,23 @@ record QuantizedPack(MemorySegment codes, MemorySegment scales, MemorySegment bi
                     MemorySegment.copy(src, pb + c, dst.codes(), pb + 2 * c, chunk);
                     MemorySegment.copy(src, pb + rb + c, dst.codes(), pb + 2 * c + chunk, chunk);
                 }
+                if (int8 && q.bits() == 8) {
+                    // the int8 kernels' 8-bit codes centred once here (q - 128, as a signed byte), not per load
+                    MemorySegment codes = dst.codes();
+                    for (long c = pb, end = pb + 2 * rb; c < end; c += 8) {
+                        codes.set(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, c, codes.get(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, c) ^ 0x8080808080808080L);
+                    }
+                }
             }
             for (int r = 0; r < 4; r++) {
                 long row = 4 * j + r;
                 for (int g = 0; g < groups; g++) {
-                    dst.scales().setAtIndex(Layouts.FLOAT_LE, row * groups + g, t.read(q.scales(), row * groups + g));
+                    float s = t.read(q.scales(), row * groups + g);
+                    float b = t.read(q.biases(), row * groups + g);
+                    dst.scales().setAtIndex(Layouts.FLOAT_LE, row * groups + g, s);
+                    // the int8 kernels' 8-bit codes are centred: their bias carries 128 * scale (QuantizedInt8#bias)
                     dst.biases().setAtIndex(Layouts.FLOAT_LE, 4 * j * groups + 4L * g + r,
-                            t.read(q.biases(), row * groups + g));
+                            int8 ? QuantizedInt8.bias(b, s, q.bits()) : b);
                 }
             }
         }

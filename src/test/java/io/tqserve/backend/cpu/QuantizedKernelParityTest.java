@@ -25,12 +25,14 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class QuantizedKernelParityTest {
     static CpuBackend vector;
+    static CpuBackend int8;
     static CpuBackend scalar;
     static Arena arena;
 
     @BeforeAll
     static void start() {
-        vector = new CpuBackend(new VectorKernels(), 2, "test");
+        vector = new CpuBackend(new VectorKernels(), 2, "test", false);
+        int8 = new CpuBackend(new VectorKernels(), 2, "test", true);
         scalar = new CpuBackend(new ScalarKernels(), 2, "test");
         arena = Arena.ofShared();
     }
@@ -38,6 +40,7 @@ class QuantizedKernelParityTest {
     @AfterAll
     static void stop() {
         vector.close();
+        int8.close();
         scalar.close();
         arena.close();
     }
@@ -89,7 +92,7 @@ class QuantizedKernelParityTest {
             for (int groupSize : new int[] {32, 64, 128}) {
                 Matrix w = quantized(4, 2 * groupSize, bits, groupSize, DType.BF16, 7);
                 assertTrue(QuantizedVector.handles(w), bits + "-bit, groups of " + groupSize);
-                assertTrue(new QuantizedMatmul(new VectorKernels()).fast(w), bits + "-bit, groups of " + groupSize);
+                assertTrue(new QuantizedMatmul(new VectorKernels(), false).fast(w), bits + "-bit, groups of " + groupSize);
             }
         }
     }
@@ -117,7 +120,9 @@ class QuantizedKernelParityTest {
         float[] x = KernelParityTest.random(batch * cols, rows, 1f);
         float[] v = new float[batch * rows];
         float[] s = new float[batch * rows];
+        float[] i8 = new float[batch * rows];
         vector.matmul(w, x, batch, v);
+        int8.matmul(w, x, batch, i8);
         scalar.matmul(w, x, batch, s);
         for (int r = 0; r < batch; r++) {
             for (int o = 0; o < rows; o++) {
@@ -132,6 +137,51 @@ class QuantizedKernelParityTest {
                 assertEquals(ref, s[r * rows + o], tol, "scalar row " + r + " out " + o);
                 assertEquals(ref, v[r * rows + o], tol, "vector row " + r + " out " + o);
             }
+            if (QuantizedInt8.supported(bits, groupSize)) {
+                int8AgreesWithTwinAndDense(w, java.util.Arrays.copyOfRange(x, r * cols, (r + 1) * cols),
+                        java.util.Arrays.copyOfRange(i8, r * rows, (r + 1) * rows), "row " + r);
+            }
+        }
+    }
+
+    /**
+     * The int8-activation kernels ({@link QuantizedInt8}): each output within float32 rounding (1e-5 of the sum of
+     * its terms' moduli) of the scalar twin, and within the bound activation rounding allows of the dequantized
+     * product: {@code Σ_blocks d/2 · Σ |s·(q - z)|} (the tolerance NumPy's reference fixes in QuantizedInt8Test).
+     */
+    static void int8AgreesWithTwinAndDense(Matrix w, float[] x, float[] v, String what) {
+        GroupQuant q = w.quant();
+        int bits = q.bits();
+        int cols = w.cols();
+        int groups = cols / q.groupSize();
+        int blk = QuantizedInt8.block(bits);
+        short[] xq = new short[cols];
+        float[] d = new float[cols / blk];
+        QuantizedInt8.quantize(bits, x, 0, cols, xq, 0, d, 0);
+        float[] xsum = new float[groups];
+        QuantizedVector.groupSums(x, 0, cols, q.groupSize(), xsum, 0);
+        float[] row = new float[cols];
+        int z = (int) QuantizedInt8.zero(bits);
+        for (int o = 0; o < w.rows(); o++) {
+            QuantizedScalar.decodeRow(w, o, row, 0);
+            double dense = 0;
+            double bound = 0;
+            double mag = 0;
+            for (int c = 0; c < cols; c++) {
+                float s = q.scale(o, c / q.groupSize(), groups);
+                float b = q.bias(o, c / q.groupSize(), groups);
+                long code = Math.round((row[c] - (double) b) / s);
+                dense += (double) row[c] * x[c];
+                bound += Math.abs(s * (double) (code - z)) * d[c / blk] / 2;
+                mag += Math.abs(s * (double) d[c / blk] * (code - z) * 127);
+            }
+            for (int g = 0; g < groups; g++) {
+                mag += Math.abs((q.bias(o, g, groups) + z * (double) q.scale(o, g, groups)) * xsum[g]);
+            }
+            float twin = QuantizedInt8.dot(w, o, xq, 0, d, 0, xsum, 0);
+            assertEquals(twin, v[o], 1e-5 * mag + 1e-7, what + " out " + o + ": vector against its scalar twin");
+            assertTrue(Math.abs(v[o] - dense) <= bound * 1.001 + 1e-5 * mag,
+                    what + " out " + o + ": " + v[o] + " against the dense " + dense + ", beyond the bound " + bound);
         }
     }
 
@@ -140,7 +190,7 @@ class QuantizedKernelParityTest {
     void batchingChangesNoBit(int bits, int groupSize, DType scaleType, int rows, int groups) {
         int cols = groups * groupSize;
         Matrix w = quantized(rows, cols, bits, groupSize, scaleType, bits * 77L + rows);
-        for (CpuBackend backend : new CpuBackend[] {vector, scalar}) {
+        for (CpuBackend backend : new CpuBackend[] {vector, int8, scalar}) {
             int batch = 5;
             float[] x = KernelParityTest.random(batch * cols, rows + 1, 1f);
             float[] all = new float[batch * rows];

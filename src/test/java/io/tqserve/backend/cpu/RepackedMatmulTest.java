@@ -61,9 +61,17 @@ class RepackedMatmulTest {
     @org.junit.jupiter.params.provider.CsvSource({"4, 64, BF16, 4", "4, 128, F16, 4", "8, 64, BF16, 4", "8, 32, F32, 4",
         "4, 64, BF16, 3", "8, 64, BF16, 3", "4, 32, BF16, 4", "4, 32, F16, 2"})
     void packedQuantizedRowsGiveTheBitsOfTheStoredLayout(int bits, int groupSize, DType scaleType, int groups) {
+        for (boolean int8 : new boolean[] {false, true}) {
+            packedQuantizedRowsGiveTheBitsOfTheStoredLayout(bits, groupSize, scaleType, groups, int8);
+        }
+    }
+
+    /** The same with and without {@link QuantizedInt8}'s kernels (whose pack holds centred 8-bit codes). */
+    private static void packedQuantizedRowsGiveTheBitsOfTheStoredLayout(int bits, int groupSize, DType scaleType,
+            int groups, boolean int8) {
         int dim = groups * Math.max(groupSize, QuantizedVector.block(bits));
-        try (Arena arena = Arena.ofShared(); CpuBackend plain = new CpuBackend(new VectorKernels(), 2, "plain");
-                CpuBackend fast = new CpuBackend(new VectorKernels(), 2, "repacked")) {
+        try (Arena arena = Arena.ofShared(); CpuBackend plain = new CpuBackend(new VectorKernels(), 2, "plain", int8);
+                CpuBackend fast = new CpuBackend(new VectorKernels(), 2, "repacked", int8)) {
             Matrix q = QuantizedKernelParityTest.quantized(arena, 64, dim, bits, groupSize, scaleType, 11);
             Matrix k = QuantizedKernelParityTest.quantized(arena, 32, dim, bits, groupSize, scaleType, 12);
             Matrix other = QuantizedKernelParityTest.quantized(arena, 16, dim, bits == 4 ? 8 : 4, 64, DType.BF16, 13);

@@ -84,6 +84,41 @@ final class QuantizedModels {
         }
     }
 
+    /** The prompts' token ids of the embedded model's PyTorch reference ({@code reference_outputs.json}). */
+    static List<int[]> referencePrompts() throws IOException {
+        List<int[]> prompts = new ArrayList<>();
+        for (var p : JsonMapper.shared().readTree(Files.readString(TINY.resolve("reference_outputs.json")))
+                .path("prompts")) {
+            int[] ids = new int[p.path("input_ids").size()];
+            for (int i = 0; i < ids.length; i++) {
+                ids[i] = p.path("input_ids").get(i).asInt();
+            }
+            prompts.add(ids);
+        }
+        return prompts;
+    }
+
+    /** {@code steps} greedy tokens after a prefill of {@code prompt}, decoding one token per step (bf16 KV cache). */
+    static int[] greedy(Model m, ComputeBackend backend, int[] prompt, int steps) {
+        Transformer t = m.transformer();
+        ForwardState state = new ForwardState(m.config());
+        int vocab = m.config().vocabSize();
+        int[] out = new int[steps];
+        try (KvCache cache = KvCacheFactory.create(KvScheme.BF16, t.attentionShape(), backend,
+                prompt.length + steps + 1)) {
+            float[] last = t.forward(state, List.of(Transformer.Chunk.of(cache, prompt)));
+            for (int i = 0; i < steps; i++) {
+                int best = 0;
+                for (int v = 1; v < vocab; v++) {
+                    best = last[v] > last[best] ? v : best;
+                }
+                out[i] = best;
+                last = t.forward(state, List.of(Transformer.Chunk.of(cache, new int[] {best})));
+            }
+        }
+        return out;
+    }
+
     static float maxAbsDiff(float[] a, float[] b, int n) {
         float max = 0;
         for (int i = 0; i < n; i++) {
