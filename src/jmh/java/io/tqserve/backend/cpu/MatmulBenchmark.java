@@ -31,7 +31,8 @@ import org.openjdk.jmh.annotations.Warmup;
  * the format: bf16, or the same values quantized group-affine (MLX, group 64, bf16 scales) to 8 or 4 bits
  * ({@code q8}, {@code q4}); compare ops/s across formats for what the quantized kernels gain per matrix.
  * {@code layout} runs the kernels on the weights as stored ({@code mapped}) or on the copy the backend repacks at
- * load ({@code repacked}, what a served model's decode reads).
+ * load ({@code repacked}, what a served model's decode reads); {@code int8} the quantized cases with int8 activations
+ * ({@link QuantizedInt8}) or the float kernels.
  *
  * <pre>
  * ./mvnw -Pjmh -DskipTests package
@@ -60,6 +61,10 @@ public class MatmulBenchmark {
     @Param({"mapped", "repacked"})
     public String layout;
 
+    /** Whether 4- and 8-bit weights run the int8-activation kernels ({@link QuantizedInt8}; the bf16 case ignores it). */
+    @Param({"false", "true"})
+    public boolean int8;
+
     private Arena arena;
     private CpuBackend backend;
     private Matrix w;
@@ -81,7 +86,7 @@ public class MatmulBenchmark {
         }
         out = new float[rows * outDim];
         boolean vector = !"false".equalsIgnoreCase(System.getProperty(CpuBackend.VECTOR_PROPERTY, "true"));
-        backend = new CpuBackend(vector ? new VectorKernels() : new ScalarKernels(), 1, "bench");
+        backend = new CpuBackend(vector ? new VectorKernels() : new ScalarKernels(), 1, "bench", int8);
         if (layout.equals("repacked")) {
             backend.prepare(java.util.List.of(w));
         }
