@@ -44,6 +44,9 @@ final class PackedGemm {
     /** Activation rows up to which the direct packed tiles run; above it, widen once then float tiles. */
     static final int DIRECT_ROWS = Integer.getInteger("tqserve.cpu.gemm-direct-rows", 16);
 
+    /** With 256-bit vectors, 2x4 tiles (each word widened once per four rows) instead of 4x2 (experiment switch). */
+    static final boolean TILE_2X4 = Boolean.getBoolean("tqserve.cpu.gemm-2x4");
+
     private static final ThreadLocal<float[]> WIDE = new ThreadLocal<>();
 
     private PackedGemm() {
@@ -57,9 +60,16 @@ final class PackedGemm {
             int outStride) {
         if (rows <= DIRECT_ROWS) {
             int r = 0;
-            if (VectorKernels.WIDE_TILES) {
-                for (; r + 4 <= rows; r += 4) {
+            for (; r + 4 <= rows; r += 4) {
+                if (VectorKernels.WIDE_TILES) {
                     tile4x4Packed(pack, base, n, x, xOff + r * n, out, outOff + r * outStride, outStride);
+                } else if (TILE_2X4) {
+                    tile2x4Packed(pack, base, 0, n, x, xOff + r * n, out, outOff + r * outStride, outStride);
+                    tile2x4Packed(pack, base, 2, n, x, xOff + r * n, out, outOff + r * outStride, outStride);
+                } else {
+                    tile4x2Packed(pack, base, n, x, xOff + r * n, out, outOff + r * outStride, outStride);
+                    tile4x2Packed(pack, base, n, x, xOff + (r + 2) * n, out, outOff + (r + 2) * outStride,
+                            outStride);
                 }
             }
             for (; r + 2 <= rows; r += 2) {
@@ -196,6 +206,89 @@ final class PackedGemm {
             for (int q = 0; q < 4; q++) {
                 out[outOff + r * outStride + q] = sumLanes(lanes, (4 * r + q) * L);
             }
+        }
+    }
+
+    /**
+     * Two of a group's packed weight rows (q and q+1) times four activation rows: 8 accumulators, each word widened
+     * once for four rows (the 4x2 tile widens it for two), the halves' activations loaded as the FMAs need them and
+     * the words loaded again for the high halves (from L1) to stay within AVX2's 16 registers.
+     */
+    static void tile2x4Packed(MemorySegment pack, long base, int q, int n, float[] x, int xOff, float[] out,
+            int outOff, int outStride) {
+        float[] lanes = LANES.get();
+        long step = 4L * L;
+        long qa = base + q * step;
+        long qb = qa + step;
+        int x0 = xOff;
+        int x1 = xOff + n;
+        int x2 = xOff + 2 * n;
+        int x3 = xOff + 3 * n;
+        FloatVector c0a = FloatVector.zero(F), c1a = FloatVector.zero(F), c2a = FloatVector.zero(F), c3a = FloatVector.zero(F);
+        FloatVector c0b = FloatVector.zero(F), c1b = FloatVector.zero(F), c2b = FloatVector.zero(F), c3b = FloatVector.zero(F);
+        int pairs = n / (2 * L);
+        for (int p = 0; p < pairs; p++) {
+            int i = 2 * L * p;
+            long b = 8L * i;
+            FloatVector v0 = FloatVector.fromArray(F, x, x0 + i);
+            FloatVector v1 = FloatVector.fromArray(F, x, x1 + i);
+            FloatVector v2 = FloatVector.fromArray(F, x, x2 + i);
+            FloatVector v3 = FloatVector.fromArray(F, x, x3 + i);
+            FloatVector u = IntVector.fromMemorySegment(I, pack, qa + b, LE).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+            c0a = u.fma(v0, c0a);
+            c1a = u.fma(v1, c1a);
+            c2a = u.fma(v2, c2a);
+            c3a = u.fma(v3, c3a);
+            u = IntVector.fromMemorySegment(I, pack, qb + b, LE).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+            c0b = u.fma(v0, c0b);
+            c1b = u.fma(v1, c1b);
+            c2b = u.fma(v2, c2b);
+            c3b = u.fma(v3, c3b);
+            v0 = FloatVector.fromArray(F, x, x0 + i + L);
+            v1 = FloatVector.fromArray(F, x, x1 + i + L);
+            v2 = FloatVector.fromArray(F, x, x2 + i + L);
+            v3 = FloatVector.fromArray(F, x, x3 + i + L);
+            u = IntVector.fromMemorySegment(I, pack, qa + b, LE).lanewise(VectorOperators.AND, 0xFFFF0000).reinterpretAsFloats();
+            c0a = u.fma(v0, c0a);
+            c1a = u.fma(v1, c1a);
+            c2a = u.fma(v2, c2a);
+            c3a = u.fma(v3, c3a);
+            u = IntVector.fromMemorySegment(I, pack, qb + b, LE).lanewise(VectorOperators.AND, 0xFFFF0000).reinterpretAsFloats();
+            c0b = u.fma(v0, c0b);
+            c1b = u.fma(v1, c1b);
+            c2b = u.fma(v2, c2b);
+            c3b = u.fma(v3, c3b);
+        }
+        if (n % (2 * L) != 0) {
+            int i = n - L;
+            long half = 2L * L;
+            long b = base + 8L * i;
+            FloatVector v0 = FloatVector.fromArray(F, x, x0 + i);
+            FloatVector v1 = FloatVector.fromArray(F, x, x1 + i);
+            FloatVector v2 = FloatVector.fromArray(F, x, x2 + i);
+            FloatVector v3 = FloatVector.fromArray(F, x, x3 + i);
+            FloatVector u = ((IntVector) ShortVector.fromMemorySegment(S, pack, b + q * half, LE).convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+            c0a = u.fma(v0, c0a);
+            c1a = u.fma(v1, c1a);
+            c2a = u.fma(v2, c2a);
+            c3a = u.fma(v3, c3a);
+            u = ((IntVector) ShortVector.fromMemorySegment(S, pack, b + (q + 1) * half, LE).convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+            c0b = u.fma(v0, c0b);
+            c1b = u.fma(v1, c1b);
+            c2b = u.fma(v2, c2b);
+            c3b = u.fma(v3, c3b);
+        }
+        ((FloatVector) F.vectorType().cast(c0a)).intoArray(lanes, 0);
+        ((FloatVector) F.vectorType().cast(c1a)).intoArray(lanes, L);
+        ((FloatVector) F.vectorType().cast(c2a)).intoArray(lanes, 2 * L);
+        ((FloatVector) F.vectorType().cast(c3a)).intoArray(lanes, 3 * L);
+        ((FloatVector) F.vectorType().cast(c0b)).intoArray(lanes, 4 * L);
+        ((FloatVector) F.vectorType().cast(c1b)).intoArray(lanes, 5 * L);
+        ((FloatVector) F.vectorType().cast(c2b)).intoArray(lanes, 6 * L);
+        ((FloatVector) F.vectorType().cast(c3b)).intoArray(lanes, 7 * L);
+        for (int r = 0; r < 4; r++) {
+            out[outOff + r * outStride + q] = sumLanes(lanes, r * L);
+            out[outOff + r * outStride + q + 1] = sumLanes(lanes, (4 + r) * L);
         }
     }
 

@@ -61,7 +61,7 @@ class PackedGemmTest {
                     assertEquals(Float.floatToIntBits(ref[i]), Float.floatToIntBits(widened[i]), "widened: " + at);
                     assertEquals(twin[i], ref[i], KernelParityTest.tol(n, 2f), "scalar twin: " + at);
                 }
-                if (rows >= 4) { // the 4x4 and 4x2 packed tiles on their own, whichever group() picks here
+                if (rows >= 4) { // the 4x4, 4x2 and 2x4 packed tiles on their own, whichever group() picks here
                     float[] t4 = new float[16];
                     float[] t2 = new float[8];
                     PackedGemm.tile4x4Packed(pack, base, n, x, 3, t4, 0, 4);
@@ -71,6 +71,12 @@ class PackedGemmTest {
                     }
                     for (int i = 0; i < 8; i++) {
                         assertEquals(Float.floatToIntBits(ref[8 + i]), Float.floatToIntBits(t2[i]), "4x2 tile " + i);
+                    }
+                    float[] t24 = new float[16];
+                    PackedGemm.tile2x4Packed(pack, base, 0, n, x, 3, t24, 0, 4);
+                    PackedGemm.tile2x4Packed(pack, base, 2, n, x, 3, t24, 0, 4);
+                    for (int i = 0; i < 16; i++) {
+                        assertEquals(Float.floatToIntBits(ref[i]), Float.floatToIntBits(t24[i]), "2x4 tiles " + i);
                     }
                 }
             }
