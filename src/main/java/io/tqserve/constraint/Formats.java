@@ -41,6 +41,11 @@ final class Formats {
             + ")+(:[0-9]{1,4})?(/" + PCHAR + "*)?|/(" + PCHAR_NO_SLASH + PCHAR + "*)?|" + PCHAR_NO_SLASH + PCHAR
             + "*)?(#" + PCHAR + "*)?";
 
+    // a relative reference (RFC 3986 4.2) whose first segment has no ':' (so it is not taken for a scheme)
+    private static final String RELATIVE_REF = "(//([A-Za-z0-9\\-._~!$&'()*+,;=]|%" + HEX + HEX + ")*(:[0-9]{1,4})?)?"
+            + "(/?([A-Za-z0-9\\-._~!$&'()*+,;=@]|%" + HEX + HEX + ")+)?(/" + PCHAR_NO_SLASH + "*)*(\\?" + PCHAR + "*)?(#"
+            + PCHAR + "*)?";
+
     private static final Map<String, String> REGEX = Map.of(
             "date", DATE,
             "time", TIME,
@@ -50,7 +55,8 @@ final class Formats {
             "ipv6", IPV6,
             "email", ATOM + "(\\." + ATOM + ")*@" + LABEL + "(\\." + LABEL + ")+",
             "uri", URI,
-            "hostname", LABEL + "(\\." + LABEL + ")*");
+            "hostname", LABEL + "(\\." + LABEL + ")*",
+            "uri-reference", "(" + URI + ")|(" + RELATIVE_REF + ")");
 
     /** The supported format names. */
     static final Set<String> SUPPORTED = REGEX.keySet();

@@ -134,6 +134,10 @@ final class JsonLexemes {
      */
     static Lexeme of(String name, Automaton automaton, int maxStates, String keyword) {
         Automaton a = automaton.clone();
+        if (a.getNumberOfStates() > 16 * maxStates) { // minimising is not interruptible: bound it first
+            throw new ConstraintBudgetException(keyword, "the automaton of " + name + " has " + a.getNumberOfStates()
+                    + " states before minimisation (at most " + 16 * maxStates + ")");
+        }
         a.minimize();
         List<State> states = new ArrayList<>(a.getStates());
         if (states.size() > maxStates) {

@@ -1,14 +1,9 @@
 package io.tqserve.constraint;
 
-import dk.brics.automaton.Automaton;
-import dk.brics.automaton.RegExp;
-import io.tqserve.constraint.Grammar.Alt;
 import io.tqserve.constraint.Grammar.Lex;
-import io.tqserve.constraint.Grammar.Lit;
 import io.tqserve.constraint.Grammar.Node;
 import io.tqserve.constraint.Grammar.Rep;
 import io.tqserve.constraint.Grammar.Rule;
-import io.tqserve.constraint.Grammar.Seq;
 import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -34,20 +29,8 @@ import java.util.concurrent.CancellationException;
  * {@link ConstraintLimits} (nodes, lexeme states, enum bytes, time) and {@link Thread#interrupted()}.
  */
 public final class SchemaCompiler {
-    private static final Set<String> ANNOTATIONS = Set.of("title", "description", "$schema", "$id", "$comment",
-            "default", "examples", "deprecated", "readOnly", "writeOnly", "$defs", "definitions", "strict");
-    private static final Set<String> KNOWN = Set.of("type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref",
-            "properties", "required", "additionalProperties", "items", "minItems", "maxItems", "uniqueItems",
-            "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "format",
-            "nullable", "pattern");
-    /** Validation keywords (drafts 3 to 2020-12) that are not enforced: a schema using one is refused. */
-    private static final Set<String> REFUSED = Set.of("multipleOf", "maxContains", "minContains", "dependentRequired",
-            "not", "if", "dependentSchemas", "prefixItems", "contains", "patternProperties", "propertyNames",
-            "unevaluatedItems", "unevaluatedProperties", "$dynamicRef", "$recursiveRef", "dependencies", "disallow",
-            "extends", "divisibleBy", "$anchor", "$dynamicAnchor", "$recursiveAnchor", "contentEncoding",
-            "contentMediaType", "contentSchema");
-    /** Keywords that may stand beside {@code enum}/{@code const} (the values are filtered by type). */
-    private static final Set<String> BESIDE_ENUM = Set.of("type", "nullable", "enum", "const");
+    /** Most levels of allOf/$ref merged into one schema. */
+    private static final int MAX_FLATTEN = 32;
 
     private final Map<?, ?> root;
     private final ConstraintLimits limits;
@@ -59,9 +42,13 @@ public final class SchemaCompiler {
     private int checks;
 
     private SchemaCompiler(Map<?, ?> root, ConstraintLimits limits) {
+        this(root, limits, System.nanoTime() + limits.compileMillis() * 1_000_000L);
+    }
+
+    private SchemaCompiler(Map<?, ?> root, ConstraintLimits limits, long deadline) {
         this.root = root;
         this.limits = limits;
-        this.deadline = System.nanoTime() + limits.compileMillis() * 1_000_000L;
+        this.deadline = deadline;
         this.ws = limits.maxWhitespace() == 0 ? Grammar.EMPTY : new Lex(JsonLexemes.WHITESPACE, 0,
                 limits.maxWhitespace());
     }
@@ -110,7 +97,7 @@ public final class SchemaCompiler {
     private static String keywordAt(String at) {
         int i = at.lastIndexOf('/');
         String k = i < 0 ? "schema" : at.substring(i + 1);
-        return KNOWN.contains(k) ? k : at.contains("/") ? at.substring(at.lastIndexOf('/', i - 1) + 1, i) : k;
+        return SchemaKeywords.KNOWN.contains(k) ? k : at.contains("/") ? at.substring(at.lastIndexOf('/', i - 1) + 1, i) : k;
     }
 
     private void check(String at) {
@@ -143,251 +130,123 @@ public final class SchemaCompiler {
         if (Boolean.TRUE.equals(schema)) {
             return anyValue();
         }
-        if (!(schema instanceof Map<?, ?> raw)) {
-            throw new UnsupportedSchemaException("schema", "the schema at " + at + " must be an object or true");
+        if (Boolean.FALSE.equals(schema)) {
+            return Grammar.fail();
         }
-        Map<String, Object> m = normalize(raw, at);
-        List<String> constraining = new ArrayList<>(m.keySet());
-        if (m.containsKey("$ref")) {
-            for (String k : constraining) {
-                if (!k.equals("$ref")) {
-                    throw new UnsupportedSchemaException(k, "'" + k + "' beside '$ref' (at " + at + ") is not "
-                            + "supported by constrained decoding");
-                }
+        if (!(schema instanceof Map<?, ?> raw)) {
+            throw new UnsupportedSchemaException("schema", "the schema at " + at + " must be an object or a boolean");
+        }
+        Map<String, Object> m = SchemaKeywords.normalize(raw, at);
+        if (m.size() == 1 && m.containsKey("$ref")) {
+            return ref(String.valueOf(m.get("$ref")), at); // a rule: shared, and recursion stays finite
+        }
+        if (m.containsKey("$ref") || m.containsKey("allOf")) {
+            m = flatten(m, at, 0);
+            if (m == null) {
+                return Grammar.fail();
             }
-            return ref(String.valueOf(m.get("$ref")), at);
+        }
+        for (String combinator : List.of("anyOf", "oneOf")) {
+            if (m.containsKey(combinator)) {
+                if (!(m.get(combinator) instanceof List<?> list) || list.isEmpty()) {
+                    throw new UnsupportedSchemaException(combinator, combinator + " at " + at
+                            + " must be a non-empty array");
+                }
+                // siblings apply to every branch: anyOf [a, b] beside s is anyOf [s and a, s and b]
+                Map<String, Object> rest = new LinkedHashMap<>(m);
+                rest.remove(combinator);
+                List<Node> b = new ArrayList<>();
+                for (int i = 0; i < list.size(); i++) {
+                    Object branch = rest.isEmpty() ? list.get(i) : SchemaKeywords.both(rest, list.get(i));
+                    b.add(value(branch, at + "/" + combinator + "/" + i));
+                }
+                if (combinator.equals("oneOf")) {
+                    OneOfCheck.disjoint(b, list, at);
+                }
+                return alt(at, b.toArray(Node[]::new));
+            }
         }
         if (m.containsKey("enum") || m.containsKey("const")) {
-            for (String k : constraining) {
-                if (!BESIDE_ENUM.contains(k)) {
-                    throw new UnsupportedSchemaException(k, "'" + k + "' beside enum/const (at " + at + ") is not "
-                            + "supported by constrained decoding");
-                }
-            }
             return enumeration(m, at);
-        }
-        String combinator = null;
-        for (String k : List.of("anyOf", "oneOf", "allOf")) {
-            if (m.containsKey(k)) {
-                if (combinator != null) {
-                    throw new UnsupportedSchemaException(k, "'" + k + "' beside '" + combinator + "' (at " + at
-                            + ") is not supported by constrained decoding");
-                }
-                combinator = k;
-            }
-        }
-        if (combinator != null) {
-            for (String k : constraining) {
-                if (!k.equals(combinator)) {
-                    throw new UnsupportedSchemaException(k, "'" + k + "' beside '" + combinator + "' (at " + at
-                            + ") is not supported by constrained decoding");
-                }
-            }
-            List<Node> b = branches(m.get(combinator), combinator, at);
-            if (combinator.equals("allOf")) {
-                if (b.size() != 1) {
-                    throw new UnsupportedSchemaException("allOf", "allOf with " + b.size() + " branches (at " + at
-                            + ") is not supported by constrained decoding (one branch is)");
-                }
-                return b.getFirst();
-            }
-            if (combinator.equals("oneOf")) {
-                disjoint(b, (List<?>) m.get("oneOf"), at);
-            }
-            return alt(at, b.toArray(Node[]::new));
         }
         Node typed = typed(m, at);
         return typed == null ? anyValue() : typed;
     }
 
     /**
-     * The keywords of a schema object that constrain the instance, in draft 2020-12 spelling. Keywords of no
-     * validation vocabulary (annotations, extensions such as {@code x-...}, misspellings) are dropped: JSON Schema
-     * ignores unknown keywords. Validation keywords this compiler cannot enforce exactly are refused. Draft 4's
-     * boolean {@code exclusiveMinimum}/{@code exclusiveMaximum} become the numeric form; {@code minProperties},
-     * {@code maxProperties} and {@code additionalItems} are dropped where they cannot fail (else refused).
+     * A schema with {@code $ref} or {@code allOf} beside other keywords as one schema: the referenced schema and
+     * every branch merged with the rest ({@link SchemaKeywords#merge}); null when nothing satisfies them all.
      */
-    private Map<String, Object> normalize(Map<?, ?> raw, String at) {
-        Map<String, Object> m = new LinkedHashMap<>();
-        for (Map.Entry<?, ?> e : raw.entrySet()) {
-            String key = String.valueOf(e.getKey());
-            if (REFUSED.contains(key)) {
-                throw unsupported(key, at);
-            }
-            if (KNOWN.contains(key)) {
-                m.put(key, e.getValue());
-            }
+    private Map<String, Object> flatten(Map<String, Object> m, String at, int depth) {
+        check(at);
+        if (depth > MAX_FLATTEN) {
+            throw new UnsupportedSchemaException("$ref", "allOf/$ref at " + at + " nest more than " + MAX_FLATTEN
+                    + " levels without a property or item between them");
         }
-        for (String idKey : List.of("$id", "id")) {
-            // a nested base URI changes what the $refs beneath it point to
-            if (!at.equals("#") && raw.get(idKey) instanceof String id && !id.startsWith("#") && hasRef(raw)) {
-                throw new UnsupportedSchemaException(idKey, "'" + idKey + "' (at " + at + ") with $refs beneath it "
-                        + "is not supported by constrained decoding");
-            }
+        List<Map<String, Object>> parts = new ArrayList<>();
+        Map<String, Object> own = new LinkedHashMap<>(m);
+        Object ref = own.remove("$ref");
+        Object all = own.remove("allOf");
+        if (ref != null) {
+            parts.add(part(resolve(String.valueOf(ref), at), String.valueOf(ref), depth));
         }
-        for (String[] pair : new String[][] {{"exclusiveMinimum", "minimum"}, {"exclusiveMaximum", "maximum"}}) {
-            if (m.get(pair[0]) instanceof Boolean exclusive) {
-                m.remove(pair[0]);
-                if (exclusive && m.containsKey(pair[1])) {
-                    m.put(pair[0], m.remove(pair[1]));
-                }
+        if (all != null) {
+            if (!(all instanceof List<?> l) || l.isEmpty()) {
+                throw new UnsupportedSchemaException("allOf", "allOf at " + at + " must be a non-empty array");
+            }
+            for (int i = 0; i < l.size(); i++) {
+                parts.add(part(l.get(i), at + "/allOf/" + i, depth));
             }
         }
-        Set<String> required = new HashSet<>();
-        if (raw.get("required") instanceof List<?> r) {
-            r.forEach(x -> required.add(String.valueOf(x)));
-        }
-        if (raw.containsKey("minProperties")) {
-            if (!(raw.get("minProperties") instanceof Number n) || n.longValue() > required.size()) {
-                throw new UnsupportedSchemaException("minProperties", "minProperties (at " + at + ") beyond the "
-                        + "required properties is not supported by constrained decoding");
-            }
-        }
-        if (raw.containsKey("maxProperties")) {
-            Set<String> all = new HashSet<>(required);
-            if (raw.get("properties") instanceof Map<?, ?> props) {
-                props.keySet().forEach(k -> all.add(String.valueOf(k)));
-            }
-            if (!(raw.get("maxProperties") instanceof Number n) || !Boolean.FALSE.equals(raw.get(
-                    "additionalProperties")) || n.longValue() < all.size()) {
-                throw new UnsupportedSchemaException("maxProperties", "maxProperties (at " + at + ") that can fail "
-                        + "is not supported by constrained decoding");
-            }
-        }
-        if (raw.containsKey("additionalItems") && raw.get("items") instanceof List<?>) {
-            throw unsupported("additionalItems", at);
-        }
-        return m;
-    }
-
-    private static boolean hasRef(Object schema) {
-        if (schema instanceof Map<?, ?> m) {
-            if (m.containsKey("$ref")) {
-                return true;
-            }
-            for (Object v : m.values()) {
-                if (hasRef(v)) {
-                    return true;
-                }
-            }
-        } else if (schema instanceof List<?> l) {
-            for (Object v : l) {
-                if (hasRef(v)) {
-                    return true;
-                }
-            }
-        }
-        return false;
-    }
-
-    private List<Node> branches(Object list, String keyword, String at) {
-        if (!(list instanceof List<?> l) || l.isEmpty()) {
-            throw new UnsupportedSchemaException(keyword, keyword + " at " + at + " must be a non-empty array");
-        }
-        List<Node> out = new ArrayList<>();
-        for (int i = 0; i < l.size(); i++) {
-            out.add(value(l.get(i), at + "/" + keyword + "/" + i));
-        }
-        return out;
-    }
-
-    /**
-     * oneOf is an exact union only when no document matches two branches: accepted when the branches start with
-     * disjoint bytes (different JSON types) or are disjoint sets of literal values.
-     */
-    private void disjoint(List<Node> b, List<?> schemas, String at) {
-        List<long[]> firsts = new ArrayList<>();
-        for (Node n : b) {
-            firsts.add(first(n, new HashSet<>()));
-        }
-        for (int i = 0; i < b.size(); i++) {
-            for (int j = i + 1; j < b.size(); j++) {
-                long[] x = firsts.get(i);
-                long[] y = firsts.get(j);
-                boolean overlap = x == null || y == null || (x[0] & y[0]) != 0 || (x[1] & y[1]) != 0
-                        || (x[2] & y[2]) != 0 || (x[3] & y[3]) != 0;
-                if (overlap && !disjointLiterals(schemas.get(i), schemas.get(j))) {
-                    throw new UnsupportedSchemaException("oneOf", "oneOf at " + at + " has branches " + i + " and "
-                            + j + " that a document may match both (only branches of different types or of "
-                            + "different constant values are supported)");
-                }
-            }
-        }
-    }
-
-    private static boolean disjointLiterals(Object a, Object b) {
-        Set<String> x = literalValues(a);
-        Set<String> y = literalValues(b);
-        if (x == null || y == null) {
-            return false;
-        }
-        for (String s : x) {
-            if (y.contains(s)) {
-                return false;
-            }
-        }
-        return true;
-    }
-
-    private static Set<String> literalValues(Object schema) {
-        if (!(schema instanceof Map<?, ?> m)) {
+        parts.add(own); // last: properties in the order of the referenced schema and the branches, then its own
+        if (parts.contains(null)) {
             return null;
         }
-        Set<String> out = new HashSet<>();
-        if (m.containsKey("const")) {
-            out.add(Literals.json(m.get("const")));
-        } else if (m.get("enum") instanceof List<?> l) {
-            l.forEach(v -> out.add(Literals.json(v)));
-        } else {
-            return null;
-        }
-        return out;
+        return SchemaKeywords.mergeAll(parts, (x, y) -> SchemaKeywords.merge(x, y, at));
     }
 
-    /** The bytes a (non-empty) value's text may start with, or null if unknown. */
-    private static long[] first(Node n, Set<Node> seen) {
-        if (!seen.add(n)) {
+    private Map<String, Object> part(Object schema, String at, int depth) {
+        if (Boolean.TRUE.equals(schema)) {
+            return new LinkedHashMap<>();
+        }
+        if (Boolean.FALSE.equals(schema)) {
             return null;
         }
-        return switch (n) {
-            case Lit l -> {
-                long[] f = new long[4];
-                int b = l.bytes[0] & 0xFF;
-                f[b >>> 6] |= 1L << b;
-                yield f;
-            }
-            case Lex l -> l.lexeme.firstBytes(l.lexeme.start()).clone();
-            case Seq s -> s.parts.length == 0 ? null : first(s.parts[0], seen);
-            case Alt a -> {
-                long[] f = new long[4];
-                for (Node o : a.options) {
-                    long[] g = first(o, seen);
-                    if (g == null) {
-                        yield null;
-                    }
-                    for (int i = 0; i < 4; i++) {
-                        f[i] |= g[i];
-                    }
-                }
-                yield f;
-            }
-            case Rule r -> r.body == null ? null : first(r.body, seen);
-            case Rep r -> r.min == 0 ? null : first(r.item, seen);
-        };
+        if (!(schema instanceof Map<?, ?> raw)) {
+            throw new UnsupportedSchemaException("schema", "the schema at " + at + " must be an object or a boolean");
+        }
+        Map<String, Object> n = SchemaKeywords.normalize(raw, at);
+        return n.containsKey("$ref") || n.containsKey("allOf") ? flatten(n, at, depth + 1) : n;
     }
 
     private Node ref(String ref, String at) {
-        if (!ref.equals("#") && !ref.startsWith("#/")) {
-            throw new UnsupportedSchemaException("$ref", "$ref '" + ref + "' at " + at
-                    + " is not a local reference (#/$defs/... or #/definitions/...)");
-        }
         Rule r = rules.get(ref);
         if (r != null) {
             return r; // possibly still being built: a recursive reference
         }
+        Object target = resolve(ref, at);
+        r = count(new Rule(ref), at);
+        rules.put(ref, r);
+        r.body = value(target, ref);
+        return r;
+    }
+
+    /** The schema a local {@code $ref} points to. */
+    private Object resolve(String ref, String at) {
+        if (!ref.equals("#") && !ref.startsWith("#/")) {
+            throw new UnsupportedSchemaException("$ref", "$ref '" + ref + "' at " + at
+                    + " is not a local reference (#/$defs/... or #/definitions/...)");
+        }
         Object target = root;
         for (String part : ref.length() < 2 ? new String[0] : ref.substring(2).split("/")) {
             String key = part.replace("~1", "/").replace("~0", "~");
+            if (key.contains("%")) {
+                try {
+                    key = java.net.URLDecoder.decode(key.replace("+", "%2B"), StandardCharsets.UTF_8);
+                } catch (IllegalArgumentException e) {
+                    // not percent-encoded: the name as written
+                }
+            }
             target = target instanceof Map<?, ?> m ? m.get(key) : target instanceof List<?> l
                     && key.matches("\\d{1,9}") && Integer.parseInt(key) < l.size() ? l.get(Integer.parseInt(key))
                     : null;
@@ -395,13 +254,10 @@ public final class SchemaCompiler {
         if (target == null) {
             throw new UnsupportedSchemaException("$ref", "$ref '" + ref + "' at " + at + " points to nothing");
         }
-        r = count(new Rule(ref), at);
-        rules.put(ref, r);
-        r.body = value(target, ref);
-        return r;
+        return target;
     }
 
-    private Node enumeration(Map<?, ?> m, String at) {
+    private Node enumeration(Map<String, Object> m, String at) {
         List<Object> values = new ArrayList<>();
         String keyword = m.containsKey("const") ? "const" : "enum";
         if (m.containsKey("const")) {
@@ -417,17 +273,18 @@ public final class SchemaCompiler {
                 values.addAll(l);
             }
         }
-        Set<String> types = types(m, at);
+        Set<String> types = SchemaKeywords.types(m, at);
+        java.util.function.Predicate<String> others = others(m, at);
         List<byte[]> texts = new ArrayList<>();
         Set<String> seen = new HashSet<>();
         long total = 0;
         for (Object v : values) {
-            if (types != null && !types.contains(typeOf(v)) && !(types.contains("number") && typeOf(v).equals(
+            if (types != null && !types.contains(SchemaKeywords.typeOf(v)) && !(types.contains("number") && SchemaKeywords.typeOf(v).equals(
                     "integer"))) {
                 continue;
             }
             String s = Literals.json(v);
-            if (seen.add(s)) {
+            if (seen.add(s) && others.test(s)) {
                 byte[] b = s.getBytes(StandardCharsets.UTF_8);
                 total += b.length;
                 if (total > limits.maxEnumBytes()) {
@@ -447,38 +304,28 @@ public final class SchemaCompiler {
         return count(new Lex(new Lexeme.Strings(keyword, texts), 0, -1), at);
     }
 
-    private static String typeOf(Object v) {
-        return switch (v) {
-            case null -> "null";
-            case String s -> "string";
-            case Boolean b -> "boolean";
-            case Integer i -> "integer";
-            case Long l -> "integer";
-            case java.math.BigInteger b -> "integer";
-            case Number n -> new BigDecimal(n.toString()).stripTrailingZeros().scale() <= 0 ? "integer" : "number";
-            case List<?> l -> "array";
-            case Map<?, ?> mm -> "object";
-            default -> "unknown";
+    /**
+     * The test of the keywords beside {@code enum}/{@code const} (other than type and nullable, which {@link
+     * #typeOf} applies): a value stays when its JSON text is in the grammar of those keywords, compiled on their
+     * own by a fresh compiler (its rules apart from this compile's, which may still be under construction).
+     */
+    private java.util.function.Predicate<String> others(Map<String, Object> m, String at) {
+        Map<String, Object> rest = new LinkedHashMap<>(m);
+        for (String k : List.of("enum", "const", "type", "nullable")) {
+            rest.remove(k);
+        }
+        if (rest.isEmpty()) {
+            return s -> true;
+        }
+        SchemaCompiler sub = new SchemaCompiler(root, limits, deadline);
+        Grammar g = Grammar.of(sub.value(rest, at));
+        nodes += sub.nodes;
+        Parser p = new Parser(limits);
+        Parser.Config[] start = p.start(g.root);
+        return s -> {
+            Parser.Config[] cs = p.step(start, s.getBytes(StandardCharsets.UTF_8));
+            return cs.length > 0 && p.accepting(cs);
         };
-    }
-
-    /** The declared types (with nullable), or null when the schema names none. */
-    private static Set<String> types(Map<?, ?> m, String at) {
-        Object type = m.get("type");
-        Set<String> types = new HashSet<>();
-        if (type instanceof String s) {
-            types.add(s);
-        } else if (type instanceof List<?> l) {
-            l.forEach(t -> types.add(String.valueOf(t)));
-        } else if (type != null) {
-            throw new UnsupportedSchemaException("type", "type at " + at + " must be a string or an array");
-        } else {
-            return null;
-        }
-        if (Boolean.TRUE.equals(m.get("nullable"))) {
-            types.add("null");
-        }
-        return types;
     }
 
     /** The node of {@code type} and its keywords, or null if the schema names no type. */
@@ -511,9 +358,9 @@ public final class SchemaCompiler {
         List<Node> options = new ArrayList<>();
         for (String t : types) {
             options.add(switch (t) {
-                case "string" -> string(m, at);
-                case "integer" -> integer(m, at);
-                case "number" -> number(m, at);
+                case "string" -> count(ScalarSchemas.string(m, at, limits, () -> check(at)), at);
+                case "integer" -> count(ScalarSchemas.integer(m, at, limits), at);
+                case "number" -> count(ScalarSchemas.number(m, at, limits), at);
                 case "boolean" -> alt(at, lit("true", at), lit("false", at));
                 case "null" -> lit("null", at);
                 case "object" -> object(m, at);
@@ -522,115 +369,6 @@ public final class SchemaCompiler {
             });
         }
         return alt(at, options.toArray(Node[]::new));
-    }
-
-    private Node string(Map<?, ?> m, String at) {
-        int min = Scalars.count(m, "minLength", at, 0);
-        int max = Scalars.count(m, "maxLength", at, -1);
-        if (max >= 0 && max < min) {
-            throw new UnsupportedSchemaException("maxLength", "maxLength < minLength at " + at);
-        }
-        Object format = m.get("format");
-        Object pattern = m.get("pattern");
-        Node quote = lit("\"", at);
-        if (format != null || pattern != null) {
-            return patterned(format, pattern, min, max, at);
-        }
-        if (max == 0) {
-            return lit("\"\"", at);
-        }
-        return seq(at, quote, count(new Lex(JsonLexemes.STRING_CHAR, min, max), at), quote);
-    }
-
-    /**
-     * A string with a {@code format} and/or a {@code pattern}: the intersection of their character automata and
-     * the length bounds, as one lexeme over the bytes of the string's contents.
-     */
-    private Node patterned(Object format, Object pattern, int min, int max, String at) {
-        Automaton chars = null; // DFAs only below: products of DFAs stay deterministic (no subset construction)
-        String keyword = "pattern";
-        String name = "";
-        if (format != null) {
-            chars = Formats.chars(String.valueOf(format));
-            if (chars == null) {
-                throw new UnsupportedSchemaException("format", "string format '" + format + "' (at " + at
-                        + ") is not supported by constrained decoding (supported: "
-                        + String.join(", ", new java.util.TreeSet<>(Formats.SUPPORTED)) + ")");
-            }
-            keyword = "format";
-            name = "format " + format;
-        }
-        if (pattern != null) {
-            if (!(pattern instanceof String p)) {
-                throw new UnsupportedSchemaException("pattern", "pattern at " + at + " must be a string");
-            }
-            Automaton search = EcmaRegex.search(p, limits.maxLexemeStates());
-            chars = chars == null ? search : chars.intersection(search);
-            keyword = "pattern";
-            name = (name.isEmpty() ? "" : name + ", ") + "pattern /" + p + "/";
-        }
-        check(at);
-        if (min > 0 || max >= 0) {
-            int longest = chars.isFinite() ? longest(chars) : Integer.MAX_VALUE;
-            boolean fits = max < 0 || longest <= max;
-            boolean longEnough = min == 0 || chars.getShortestExample(true) != null
-                    && chars.getShortestExample(true).length() >= min;
-            if (!fits || !longEnough) {
-                if (Math.max(min, max) > EcmaRegex.MAX_REPEAT) {
-                    throw new ConstraintBudgetException(max > EcmaRegex.MAX_REPEAT ? "maxLength" : "minLength",
-                            "length bounds above " + EcmaRegex.MAX_REPEAT + " beside a pattern or format (at " + at
-                            + ") are beyond the compile budget");
-                }
-                chars = chars.intersection(EcmaRegex.lengths(min, max));
-            }
-        }
-        chars.minimize();
-        if (chars.isEmpty()) {
-            return Grammar.fail();
-        }
-        Automaton bytes = JsonStringContent.of(chars);
-        return seq(at, lit("\"", at), count(new Lex(JsonLexemes.of(name, bytes, limits.maxLexemeStates(), keyword),
-                0, -1), at), lit("\"", at));
-    }
-
-    /** Length of the longest string of a finite automaton. */
-    private static int longest(Automaton a) {
-        Set<String> all = a.getFiniteStrings(10_000);
-        if (all == null) {
-            return Integer.MAX_VALUE;
-        }
-        int best = 0;
-        for (String s : all) {
-            best = Math.max(best, s.length());
-        }
-        return best;
-    }
-
-    private static final Automaton INTEGER = new RegExp("-?(0|[1-9][0-9]{0,18})").toAutomaton();
-    private static final Automaton NUMBER = new RegExp(
-            "-?(0|[1-9][0-9]{0,18})(\\.[0-9]{1,20})?([eE][+\\-]?[0-9]{1,3})?").toAutomaton();
-    private static final Lexeme INTEGER_LEXEME = JsonLexemes.of("integer", INTEGER, 1000, "type");
-    private static final Lexeme NUMBER_LEXEME = JsonLexemes.of("number", NUMBER, 1000, "type");
-
-    private Node integer(Map<?, ?> m, String at) {
-        if (!m.containsKey("minimum") && !m.containsKey("maximum") && !m.containsKey("exclusiveMinimum")
-                && !m.containsKey("exclusiveMaximum") && !"int32".equals(m.get("format"))) {
-            if (m.get("format") != null && !"int64".equals(m.get("format"))) {
-                throw new UnsupportedSchemaException("format", "integer format '" + m.get("format") + "' (at " + at
-                        + ") is not supported (supported: int32, int64)");
-            }
-            return count(new Lex(INTEGER_LEXEME, 0, -1), at);
-        }
-        return count(new Lex(JsonLexemes.of("integer range", Scalars.integer(m, at), limits.maxLexemeStates(),
-                "minimum"), 0, -1), at);
-    }
-
-    private Node number(Map<?, ?> m, String at) {
-        Automaton a = Scalars.number(m, at);
-        if (a == null) {
-            return count(new Lex(NUMBER_LEXEME, 0, -1), at);
-        }
-        return count(new Lex(JsonLexemes.of("number range", a, limits.maxLexemeStates(), "minimum"), 0, -1), at);
     }
 
     /** Any JSON value (free-form parts of a schema): a recursive rule, built once per compile. */
@@ -647,7 +385,7 @@ public final class SchemaCompiler {
         Node item = seq(at, anyValue, ws);
         Node array = seq(at, lit("[", at), ws, alt(at, lit("]", at), seq(at, count(new Rep(item,
                 seq(at, lit(",", at), ws), 1, -1), at), lit("]", at))));
-        anyValue.body = alt(at, object, array, string, count(new Lex(NUMBER_LEXEME, 0, -1), at),
+        anyValue.body = alt(at, object, array, string, count(new Lex(ScalarSchemas.NUMBER_LEXEME, 0, -1), at),
                 lit("true", at), lit("false", at), lit("null", at));
         return anyValue;
     }
@@ -730,6 +468,11 @@ public final class SchemaCompiler {
         }
         Node open = lit("[", at);
         Node close = lit("]", at);
+        if (m.get("prefixItems") instanceof List<?> prefix && !prefix.isEmpty()) {
+            return tuple(prefix, item, min, max, at);
+        } else if (m.containsKey("prefixItems") && !(m.get("prefixItems") instanceof List<?>)) {
+            throw new UnsupportedSchemaException("prefixItems", "prefixItems at " + at + " must be an array");
+        }
         if (max == 0) {
             return seq(at, open, ws, close);
         }
@@ -738,9 +481,36 @@ public final class SchemaCompiler {
         return seq(at, open, ws, min == 0 ? alt(at, close, list) : list);
     }
 
+    /**
+     * An array whose first items have their own schemas ({@code prefixItems}, draft 4's array {@code items}) and
+     * whose later items are {@code rest}, {@code min..max} items in all. Built from the back: {@code after[i]}
+     * is what may follow once {@code i} items are written.
+     */
+    private Node tuple(List<?> prefix, Node rest, int min, int max, String at) {
+        int n = prefix.size();
+        Node close = lit("]", at);
+        Node comma = seq(at, lit(",", at), ws);
+        int last = max < 0 ? n : Math.min(n, max);
+        Node[] after = new Node[last + 1];
+        for (int i = last; i >= 1; i--) {
+            Node end = i >= min ? close : Grammar.fail();
+            Node more;
+            if (max >= 0 && i >= max) {
+                more = Grammar.fail();
+            } else if (i < n) {
+                more = seq(at, comma, value(prefix.get(i), at + "/prefixItems/" + i), ws, after[i + 1]);
+            } else {
+                more = seq(at, comma, count(new Rep(seq(at, rest, ws), comma, Math.max(1, min - n),
+                        max < 0 ? -1 : max - n), at), close);
+            }
+            after[i] = alt(at, end, more);
+        }
+        Node first = last == 0 ? Grammar.fail() : seq(at, value(prefix.get(0), at + "/prefixItems/0"), ws, after[1]);
+        return seq(at, lit("[", at), ws, alt(at, min == 0 ? close : Grammar.fail(), first));
+    }
+
     static UnsupportedSchemaException unsupported(String keyword, String at) {
-        return new UnsupportedSchemaException(keyword, "the JSON schema keyword '" + keyword + "' (at " + at
-                + ") is not supported by constrained decoding");
+        return SchemaKeywords.unsupported(keyword, at);
     }
 
     static BigDecimal decimal(Object v, String keyword, String at) {

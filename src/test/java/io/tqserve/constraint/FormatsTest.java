@@ -19,7 +19,9 @@ class FormatsTest {
             "email", List.of("a@b.co", "first.last+tag@sub.example.org"),
             "uri", List.of("https://example.com/a/b?x=1&y=%20#frag", "mailto:joe@example.com", "urn:isbn:0451450523",
                     "http://localhost:8080"),
-            "hostname", List.of("example.com", "a-b.c", "localhost"));
+            "hostname", List.of("example.com", "a-b.c", "localhost"),
+            "uri-reference", List.of("https://example.com/a", "../a/b?x=1", "/a/b#f", "a/b:c", "#frag", "",
+                    "//host:80/p"));
     private static final Map<String, List<String>> INVALID = Map.of(
             "date", List.of("2024-02-30", "2024-13-01", "2024-04-31", "0000-01-01", "2024-1-01", "2024-01-01T"),
             "time", List.of("24:00:00Z", "12:60:00Z", "12:00:00", "12:00Z", "12:00:00+5:30"),
@@ -29,7 +31,8 @@ class FormatsTest {
             "ipv6", List.of(":::", "1:2:3:4:5:6:7:8:9", "12345::", "1::2::3", "g::1"),
             "email", List.of("a@b", "a b@c.d", "@b.co", "a@-b.co", "a..b@c.de"),
             "uri", List.of("example.com", "http://exa mple.com", "http://[::1]", "1http://x", "http://x:123456"),
-            "hostname", List.of("-a.com", "a..b", "a_b.com", ""));
+            "hostname", List.of("-a.com", "a..b", "a_b.com", ""),
+            "uri-reference", List.of("a b", "a:b c", "%zz", "http://x:123456", "\\path"));
 
     @Test
     void acceptsTheFormatAndRejectsNearMisses() {

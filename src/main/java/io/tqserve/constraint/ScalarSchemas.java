@@ -1,0 +1,134 @@
+package io.tqserve.constraint;
+
+import dk.brics.automaton.Automaton;
+import dk.brics.automaton.RegExp;
+import io.tqserve.constraint.Grammar.Lex;
+import io.tqserve.constraint.Grammar.Node;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The grammar nodes of strings (length bounds as a counted lexeme; {@code format} and {@code pattern} as one
+ * lexeme over the string's bytes), integers and numbers (ranges as digit automata) for {@link SchemaCompiler}.
+ */
+final class ScalarSchemas {
+    private ScalarSchemas() {
+    }
+
+    static Node string(Map<?, ?> m, String at, ConstraintLimits limits, Runnable check) {
+        int min = Scalars.count(m, "minLength", at, 0);
+        int max = Scalars.count(m, "maxLength", at, -1);
+        if (max >= 0 && max < min) {
+            throw new UnsupportedSchemaException("maxLength", "maxLength < minLength at " + at);
+        }
+        Object format = m.get("format") instanceof String f && SchemaKeywords.NUMERIC_FORMATS.contains(f) ? null
+                : m.get("format");
+        Object pattern = m.get("pattern");
+        Node quote = Grammar.lit("\"");
+        if (format != null || pattern != null) {
+            return patterned(format, pattern, min, max, at, limits, check);
+        }
+        if (max == 0) {
+            return Grammar.lit("\"\"");
+        }
+        return Grammar.seq(quote, new Lex(JsonLexemes.STRING_CHAR, min, max), quote);
+    }
+
+    /**
+     * A string with a {@code format} and/or a {@code pattern}: the intersection of their character automata and
+     * the length bounds, as one lexeme over the bytes of the string's contents.
+     */
+    static Node patterned(Object format, Object pattern, int min, int max, String at, ConstraintLimits limits,
+            Runnable check) {
+        Automaton chars = null; // DFAs only below: products of DFAs stay deterministic (no subset construction)
+        String keyword = "pattern";
+        String name = "";
+        if (format != null) {
+            chars = Formats.chars(String.valueOf(format));
+            if (chars == null) {
+                throw new UnsupportedSchemaException("format", "string format '" + format + "' (at " + at
+                        + ") is not supported by constrained decoding (supported: "
+                        + String.join(", ", new java.util.TreeSet<>(Formats.SUPPORTED)) + ")");
+            }
+            keyword = "format";
+            name = "format " + format;
+        }
+        if (pattern != null) {
+            if (!(pattern instanceof String p)) {
+                throw new UnsupportedSchemaException("pattern", "pattern at " + at + " must be a string");
+            }
+            Automaton search = EcmaRegex.search(p, limits.maxLexemeStates());
+            chars = chars == null ? search : chars.intersection(search);
+            keyword = "pattern";
+            name = (name.isEmpty() ? "" : name + ", ") + "pattern /" + p + "/";
+        }
+        check.run();
+        if (min > 0 || max >= 0) {
+            int longest = chars.isFinite() ? longest(chars) : Integer.MAX_VALUE;
+            boolean fits = max < 0 || longest <= max;
+            boolean longEnough = min == 0 || chars.getShortestExample(true) != null
+                    && chars.getShortestExample(true).length() >= min;
+            if (!fits || !longEnough) {
+                if (Math.max(min, max) > EcmaRegex.MAX_REPEAT) {
+                    throw new ConstraintBudgetException(max > EcmaRegex.MAX_REPEAT ? "maxLength" : "minLength",
+                            "length bounds above " + EcmaRegex.MAX_REPEAT + " beside a pattern or format (at " + at
+                            + ") are beyond the compile budget");
+                }
+                long product = (long) chars.getNumberOfStates() * ((max < 0 ? min : max) + 1);
+                if (product > 8L * limits.maxLexemeStates()) {
+                    throw new ConstraintBudgetException(max >= 0 ? "maxLength" : "minLength", "length bounds "
+                            + "beside a pattern or format (at " + at + ") would make an automaton of up to " + product
+                            + " states (at most " + 8L * limits.maxLexemeStates() + ")");
+                }
+                chars = chars.intersection(EcmaRegex.lengths(min, max));
+            }
+        }
+        chars.minimize();
+        if (chars.isEmpty()) {
+            return Grammar.fail();
+        }
+        Automaton bytes = JsonStringContent.of(chars);
+        return Grammar.seq(Grammar.lit("\""), new Lex(JsonLexemes.of(name, bytes, limits.maxLexemeStates(), keyword),
+                0, -1), Grammar.lit("\""));
+    }
+
+    /** Length of the longest string of a finite automaton. */
+    static int longest(Automaton a) {
+        Set<String> all = a.getFiniteStrings(10_000);
+        if (all == null) {
+            return Integer.MAX_VALUE;
+        }
+        int best = 0;
+        for (String s : all) {
+            best = Math.max(best, s.length());
+        }
+        return best;
+    }
+
+    private static final Automaton INTEGER = new RegExp("-?(0|[1-9][0-9]{0,18})").toAutomaton();
+    private static final Automaton NUMBER = new RegExp(
+            "-?(0|[1-9][0-9]{0,18})(\\.[0-9]{1,20})?([eE][+\\-]?[0-9]{1,3})?").toAutomaton();
+    static final Lexeme INTEGER_LEXEME = JsonLexemes.of("integer", INTEGER, 1000, "type");
+    static final Lexeme NUMBER_LEXEME = JsonLexemes.of("number", NUMBER, 1000, "type");
+
+    static Node integer(Map<?, ?> m, String at, ConstraintLimits limits) {
+        if (!m.containsKey("minimum") && !m.containsKey("maximum") && !m.containsKey("exclusiveMinimum")
+                && !m.containsKey("exclusiveMaximum") && !"int32".equals(m.get("format"))) {
+            if (m.get("format") != null && !"int64".equals(m.get("format"))) {
+                throw new UnsupportedSchemaException("format", "integer format '" + m.get("format") + "' (at " + at
+                        + ") is not supported (supported: int32, int64)");
+            }
+            return new Lex(INTEGER_LEXEME, 0, -1);
+        }
+        return new Lex(JsonLexemes.of("integer range", Scalars.integer(m, at), limits.maxLexemeStates(),
+                "minimum"), 0, -1);
+    }
+
+    static Node number(Map<?, ?> m, String at, ConstraintLimits limits) {
+        Automaton a = Scalars.number(m, at);
+        if (a == null) {
+            return new Lex(NUMBER_LEXEME, 0, -1);
+        }
+        return new Lex(JsonLexemes.of("number range", a, limits.maxLexemeStates(), "minimum"), 0, -1);
+    }
+}
