@@ -28,7 +28,9 @@ import tools.jackson.databind.json.JsonMapper;
  * completions (temperature 1, seeds 0..N-1) on the serial lane, then as many unconstrained tokens of the same
  * lengths; replays the constrained token sequences through the masks alone (warm: the masks the run computed) and
  * with a freshly compiled constraint (cold: first use of the schema). Prints the decode step, the mask cost per
- * token and their ratio. With {@code --maskbench DIR} it runs MaskBench instead ({@link MaskBench}).
+ * token and their ratio. With {@code --maskbench DIR} it runs MaskBench instead ({@link MaskBench}); with
+ * {@code --attack}, an unrelated completion's latency alone and under structured-output attacks
+ * ({@link ConstraintAttackBenchmark}).
  */
 final class ConstraintBenchmark {
     static final String SCHEMA = """
@@ -50,6 +52,9 @@ final class ConstraintBenchmark {
     static int run(String[] args) throws Exception {
         if (java.util.Arrays.asList(args).contains("--maskbench")) {
             return MaskBench.run(args);
+        }
+        if (java.util.Arrays.asList(args).contains("--attack")) {
+            return ConstraintAttackBenchmark.run(args);
         }
         CliArgs a = new CliArgs(args, 2, Set.of("--model", "--rounds", "--max-tokens", "--threads"), Set.of());
         int rounds = a.getInt("--rounds", 20);

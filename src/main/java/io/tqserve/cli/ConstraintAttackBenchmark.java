@@ -1,0 +1,191 @@
+package io.tqserve.cli;
+
+import io.tqserve.routing.ServingRuntime;
+import java.lang.management.ManagementFactory;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import org.springframework.boot.SpringApplication;
+import org.springframework.boot.web.server.context.WebServerApplicationContext;
+import org.springframework.context.ConfigurableApplicationContext;
+
+/**
+ * {@code ./tqserve bench constraint --attack [--model DIR] [--rounds N] [--samples N] [--parallel N]
+ * [--threads N]}: what structured-output attacks cost an unrelated request, in one run. Starts the server in this
+ * JVM on a loopback port, then per round measures an unrelated completion ({@code /v1/completions}, 2 tokens,
+ * greedy) {@code samples} times alone ("normal"), and {@code samples} times while {@code parallel} clients send the
+ * attack schemas of issue 29 without pause ({@code maxLength} 10000, {@code maxItems} 20000, a 10-level
+ * {@code $ref} fan-out, 12 optional object properties, a 20000-entry {@code enum}; each with a fresh title, so
+ * every one is a cache miss and compiles; 64 constrained tokens each), and {@code samples} times while the same
+ * clients send the same chat requests without a schema (what the generation load alone costs: the unrelated
+ * request shares the lanes' steps with them). Rounds alternate the three so machine load hits each. Prints the
+ * median latencies, their ratios and the attacks' outcomes.
+ */
+final class ConstraintAttackBenchmark {
+    private static final String UNRELATED = "{\"model\":\"m\",\"prompt\":\"The ls command\",\"max_tokens\":2,"
+            + "\"temperature\":0}";
+
+    private ConstraintAttackBenchmark() {
+    }
+
+    /** The five attack schemas of issue 29. */
+    static List<String> attacks() {
+        StringBuilder refs = new StringBuilder("{\"$defs\": {\"l10\": {\"type\": \"integer\"}");
+        for (int i = 9; i >= 0; i--) {
+            refs.append(", \"l").append(i).append("\": {\"type\": \"object\", \"properties\": {\"a\": {\"$ref\": "
+                    + "\"#/$defs/l").append(i + 1).append("\"}, \"b\": {\"$ref\": \"#/$defs/l").append(i + 1)
+                    .append("\"}}, \"additionalProperties\": false}");
+        }
+        refs.append("}, \"$ref\": \"#/$defs/l0\"}");
+        StringBuilder props = new StringBuilder("{\"type\": \"object\", \"properties\": {");
+        for (int i = 0; i < 12; i++) {
+            props.append(i == 0 ? "" : ", ").append("\"p").append(i).append("\": {\"type\": \"object\"}");
+        }
+        props.append("}}");
+        StringBuilder en = new StringBuilder("{\"enum\": [");
+        for (int i = 0; i < 20_000; i++) {
+            en.append(i == 0 ? "" : ", ").append("\"value-").append(i).append('"');
+        }
+        en.append("]}");
+        return List.of("{\"type\": \"string\", \"maxLength\": 10000}",
+                "{\"type\": \"array\", \"items\": {\"type\": \"integer\"}, \"maxItems\": 20000}",
+                refs.toString(), props.toString(), en.toString());
+    }
+
+    static int run(String[] args) throws Exception {
+        CliArgs a = new CliArgs(args, 2, Set.of("--model", "--rounds", "--samples", "--parallel", "--threads"),
+                Set.of("--attack"));
+        int rounds = a.getInt("--rounds", 3);
+        int samples = a.getInt("--samples", 10);
+        int parallel = a.getInt("--parallel", 6);
+        SpringApplication app = ServeCommand.benchApplication();
+        try (ConfigurableApplicationContext ctx = app.run("--server.port=0", "--server.address=127.0.0.1",
+                "--tqserve.model.path=" + a.get("--model", TqserveMain.DEFAULT_MODEL),
+                "--tqserve.backend.threads=" + a.getInt("--threads", 0))) {
+            ServingRuntime runtime = ctx.getBean(ServingRuntime.class);
+            runtime.whenLoaded().get(10, TimeUnit.MINUTES);
+            int port = ((WebServerApplicationContext) ctx).getWebServer().getPort();
+            List<String> attacks = attacks();
+            AtomicLong unique = new AtomicLong();
+            // warm-up: the unrelated path and every attack once
+            for (int i = 0; i < 20; i++) {
+                unrelated(port);
+            }
+            Map<String, AtomicInteger> outcomes = new ConcurrentHashMap<>();
+            for (String s : attacks) {
+                attack(port, s, unique, outcomes);
+            }
+            outcomes.clear();
+            long[] normal = new long[rounds * samples];
+            long[] attacked = new long[rounds * samples];
+            long[] plain = new long[rounds * samples];
+            AtomicInteger attacksDone = new AtomicInteger();
+            for (int r = 0; r < rounds; r++) {
+                for (int i = 0; i < samples; i++) {
+                    normal[r * samples + i] = unrelated(port);
+                }
+                loaded(port, attacks, unique, outcomes, attacksDone, parallel, false, attacked, r * samples, samples);
+                loaded(port, attacks, unique, new ConcurrentHashMap<>(), new AtomicInteger(), parallel, true, plain,
+                        r * samples, samples);
+            }
+            double n = median(normal) / 1e6;
+            double u = median(attacked) / 1e6;
+            double p = median(plain) / 1e6;
+            System.out.printf("bench constraint --attack: %s, %d rounds x %d samples, %d attack clients, %d "
+                    + "processors, load average %.2f%n", runtime.modelId(), rounds, samples, parallel,
+                    Runtime.getRuntime().availableProcessors(),
+                    ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage());
+            System.out.printf("| unrelated 2-token completion | median ms | p90 ms |%n|---|---|---|%n");
+            System.out.printf("| alone | %.1f | %.1f |%n", n, pct(normal, 0.9) / 1e6);
+            System.out.printf("| under attack (%d clients, schemas) | %.1f | %.1f |%n", parallel, u,
+                    pct(attacked, 0.9) / 1e6);
+            System.out.printf("| under the same load without schemas | %.1f | %.1f |%n", p, pct(plain, 0.9) / 1e6);
+            System.out.printf("ratio under attack / alone: %.2fx; under attack / same load without schemas: %.2fx "
+                    + "(medians)%n", u / n, u / p);
+            System.out.println("attack requests: " + attacksDone.get() + ", outcomes " + new TreeMap<>(outcomes));
+        }
+        return 0;
+    }
+
+    /**
+     * Measures {@code samples} unrelated completions into {@code out} from {@code at} while {@code parallel} clients
+     * send attacks ({@code plain}: the same chat requests without a schema) without pause.
+     */
+    private static void loaded(int port, List<String> attacks, AtomicLong unique, Map<String, AtomicInteger> outcomes,
+            AtomicInteger done, int parallel, boolean plain, long[] out, int at, int samples) throws Exception {
+        AtomicBoolean stop = new AtomicBoolean();
+        List<Thread> clients = new ArrayList<>();
+        java.util.concurrent.CountDownLatch sending = new java.util.concurrent.CountDownLatch(parallel);
+        for (int c = 0; c < parallel; c++) {
+            int first = c;
+            clients.add(Thread.ofPlatform().daemon().start(() -> {
+                sending.countDown();
+                for (int k = first; !stop.get(); k++) {
+                    attack(port, plain ? null : attacks.get(k % attacks.size()), unique, outcomes);
+                    done.incrementAndGet();
+                }
+            }));
+        }
+        sending.await(); // every client is sending its first request
+        for (int i = 0; i < samples; i++) {
+            out[at + i] = unrelated(port);
+        }
+        stop.set(true);
+        for (Thread t : clients) {
+            t.join();
+        }
+    }
+
+    private static long unrelated(int port) {
+        try (Http1Client c = new Http1Client("127.0.0.1", port, 600_000)) {
+            long t0 = System.nanoTime();
+            Http1Client.Response r = c.exchange(Http1Client.postJson("/v1/completions", UNRELATED));
+            long t = System.nanoTime() - t0;
+            if (r.status() != 200) {
+                throw new IllegalStateException("unrelated completion: " + r.status() + " " + r.text());
+            }
+            return t;
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    private static void attack(int port, String schema, AtomicLong unique, Map<String, AtomicInteger> outcomes) {
+        String format = schema == null ? "" : ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":"
+                + "{\"name\":\"a\",\"schema\":{\"title\": \"attack-" + unique.incrementAndGet() + "\", "
+                + schema.substring(1) + "}}";
+        String body = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":64,"
+                + "\"temperature\":1" + format + "}";
+        try (Http1Client c = new Http1Client("127.0.0.1", port, 600_000)) {
+            Http1Client.Response r = c.exchange(Http1Client.postJson("/v1/chat/completions", body));
+            String kind = r.status() == 200 ? "200" : r.status() + " " + code(r.text());
+            outcomes.computeIfAbsent(kind, k -> new AtomicInteger()).incrementAndGet();
+        } catch (java.io.IOException e) {
+            outcomes.computeIfAbsent("io error", k -> new AtomicInteger()).incrementAndGet();
+        }
+    }
+
+    private static String code(String body) {
+        int i = body.indexOf("\"code\":");
+        return i < 0 ? "?" : body.substring(i + 7, Math.min(body.length(), body.indexOf(',', i + 7) < 0
+                ? body.length() : body.indexOf(',', i + 7)));
+    }
+
+    private static double median(long[] v) {
+        return pct(v, 0.5);
+    }
+
+    private static double pct(long[] v, double p) {
+        long[] s = v.clone();
+        Arrays.sort(s);
+        return s[Math.min(s.length - 1, (int) Math.floor(p * (s.length - 1) + 0.5))];
+    }
+}
