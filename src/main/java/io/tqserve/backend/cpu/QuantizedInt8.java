@@ -147,18 +147,33 @@ final class QuantizedInt8 {
         int groups = w.cols() / q.groupSize();
         DType t = q.scaleType();
         int bits = q.bits();
-        float[] z = new float[4];
         for (int r = 0; r < 4; r++) {
             long i = (long) (row + Math.min(r, count - 1)) * groups;
+            for (int g = 0; g < groups; g++) {
+                sb[r * groups + g] = t.read(q.scales(), i + g);
+            }
             // four chains, group g into chain g mod 4, summed as (z0 + z1) + (z2 + z3): the order of the pack's
             // prologue (QuantizedPack#prologue), so both layouts give the same bits
-            java.util.Arrays.fill(z, 0f);
+            float z0 = 0;
+            float z1 = 0;
+            float z2 = 0;
+            float z3 = 0;
             for (int g = 0; g < groups; g++) {
-                float s = t.read(q.scales(), i + g);
-                sb[r * groups + g] = s;
-                z[g & 3] = Math.fma(bias(t.read(q.biases(), i + g), s, bits), xsum[sOff + g], z[g & 3]);
+                float z = Math.fma(bias(t.read(q.biases(), i + g), sb[r * groups + g], bits), xsum[sOff + g],
+                        switch (g & 3) {
+                            case 0 -> z0;
+                            case 1 -> z1;
+                            case 2 -> z2;
+                            default -> z3;
+                        });
+                switch (g & 3) {
+                    case 0 -> z0 = z;
+                    case 1 -> z1 = z;
+                    case 2 -> z2 = z;
+                    default -> z3 = z;
+                }
             }
-            sb[4 * groups + r] = (z[0] + z[1]) + (z[2] + z[3]);
+            sb[4 * groups + r] = (z0 + z1) + (z2 + z3);
         }
         return QuantizedVector.scales(sb, groups, w.cols() / block(q.bits()));
     }
