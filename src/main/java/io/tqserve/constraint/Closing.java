@@ -23,6 +23,8 @@ final class Closing {
     static final int UNREACHABLE = Integer.MAX_VALUE / 4;
 
     private final Vocabulary v;
+    /** Whether every byte is a token of its own (byte-level BPE): then a text of n bytes takes at most n tokens. */
+    private final boolean allSingleBytes;
     private final Parser parser;
     private final long maxBytes;
     private final ConcurrentHashMap<Node, int[]> suffixTokens = new ConcurrentHashMap<>();
@@ -33,6 +35,7 @@ final class Closing {
 
     Closing(Vocabulary v, Parser parser) {
         this.v = v;
+        this.allSingleBytes = java.util.stream.IntStream.range(0, 256).allMatch(v::hasSingleByte);
         this.parser = parser;
         this.maxBytes = parser.limits().maxClosingBytes();
     }
@@ -177,6 +180,11 @@ final class Closing {
     /** The most tokens any state of the lexeme needs to reach its end (or the end of its unit). */
     int maxCompletion(Lexeme x) {
         return maxCompletion.computeIfAbsent(x, k -> {
+            if (k.states() > 64 && allSingleBytes) {
+                // every byte is a token: a completion of n bytes takes at most n tokens; one backward search
+                // instead of one completion per state (a pattern's automaton has up to max-lexeme-states)
+                return k.maxDistance() + (k.counted ? 1 : 0);
+            }
             int m = 0;
             for (int s = 0; s < k.states(); s++) {
                 m = Math.max(m, completion(k, s));

@@ -62,7 +62,9 @@ abstract class Lexeme {
 
     /**
      * The shortest bytes from {@code state} to an accepting state (counted lexemes: to the end of the current unit;
-     * from the start state, a whole shortest unit). Breadth first over the automaton, memoised per state.
+     * from the start state, a whole shortest unit), the lexicographically smallest of them. All states' answers
+     * come from one breadth-first search backwards from the accepting states ({@link #distances()}), so the cost is
+     * one pass over the automaton's transitions, not one search per state.
      */
     final byte[] completion(int state) {
         byte[][] c = completions;
@@ -78,53 +80,95 @@ abstract class Lexeme {
         return r;
     }
 
-    /** Shortest bytes to an accepting state; with {@code unit}, at least one byte (a whole unit from the start). */
-    private byte[] shortest(int from, boolean unit) {
+    private volatile int[] distances;
+
+    /** Per state, the fewest bytes to an accepting state (-1: none), by a backward breadth-first search. */
+    final int[] distances() {
+        int[] d = distances;
+        if (d != null) {
+            return d;
+        }
         int n = states();
-        int[] prev = new int[n];
-        int[] by = new int[n];
-        Arrays.fill(prev, -2);
-        int[] queue = new int[n + 1];
+        // predecessors as lists over all transitions
+        int[] count = new int[n + 1];
+        for (int s = 0; s < n; s++) {
+            successors(s, (b, t) -> count[t + 1]++);
+        }
+        for (int i = 0; i < n; i++) {
+            count[i + 1] += count[i];
+        }
+        int[] pred = new int[count[n]];
+        int[] fill = java.util.Arrays.copyOf(count, n);
+        for (int s = 0; s < n; s++) {
+            int from = s;
+            successors(s, (b, t) -> pred[fill[t]++] = from);
+        }
+        d = new int[n];
+        Arrays.fill(d, -1);
+        int[] queue = new int[n];
         int head = 0;
         int tail = 0;
+        for (int s = 0; s < n; s++) {
+            if (accepting(s)) {
+                d[s] = 0;
+                queue[tail++] = s;
+            }
+        }
+        while (head < tail) {
+            int t = queue[head++];
+            for (int i = count[t]; i < count[t + 1]; i++) {
+                int p = pred[i];
+                if (d[p] < 0) {
+                    d[p] = d[t] + 1;
+                    queue[tail++] = p;
+                }
+            }
+        }
+        distances = d;
+        return d;
+    }
+
+    /** Shortest bytes to an accepting state; with {@code unit}, at least one byte (a whole unit from the start). */
+    private byte[] shortest(int from, boolean unit) {
+        int[] d = distances();
         if (!unit && accepting(from)) {
             return new byte[0];
         }
-        // the start node is a virtual node (index n) so that a unit of a counted lexeme can return to the start
-        int[] q = queue;
-        int[] tl = {0};
+        // the first byte: the smallest whose target is nearest (from the start of a unit, at least one byte)
+        int[] best = {-1, Integer.MAX_VALUE};
         successors(from, (b, t) -> {
-            if (prev[t] == -2) {
-                prev[t] = -1;
-                by[t] = b;
-                q[tl[0]++] = t;
+            if (d[t] >= 0 && d[t] < best[1]) {
+                best[0] = b;
+                best[1] = d[t];
             }
         });
-        tail = tl[0];
-        while (head < tail) {
-            int s = q[head++];
-            if (accepting(s)) {
-                int len = 0;
-                for (int x = s; x >= 0; x = prev[x]) {
-                    len++;
-                }
-                byte[] out = new byte[len];
-                for (int x = s, i = len - 1; x >= 0; x = prev[x], i--) {
-                    out[i] = (byte) by[x];
-                }
-                return out;
-            }
-            tl[0] = tail;
+        if (best[0] < 0) {
+            return null;
+        }
+        byte[] out = new byte[best[1] + 1];
+        out[0] = (byte) best[0];
+        int s = step(from, best[0]);
+        for (int i = 1; i < out.length; i++) {
+            int want = d[s] - 1;
+            int[] pick = {-1};
             successors(s, (b, t) -> {
-                if (prev[t] == -2) {
-                    prev[t] = s;
-                    by[t] = b;
-                    q[tl[0]++] = t;
+                if (pick[0] < 0 && d[t] == want) {
+                    pick[0] = b;
                 }
             });
-            tail = tl[0];
+            out[i] = (byte) pick[0];
+            s = step(s, pick[0]);
         }
-        return null;
+        return out;
+    }
+
+    /** The most bytes any state needs to reach an accepting state (an upper bound of its completion's tokens). */
+    final int maxDistance() {
+        int m = 0;
+        for (int x : distances()) {
+            m = Math.max(m, x);
+        }
+        return m;
     }
 
     /** The bytes that may follow in {@code state} as a 256-bit set (memoised per state). */

@@ -145,6 +145,52 @@ class MaskBudgetTest {
         }
     }
 
+    @Test
+    void completionsFromOneBackwardSearchEqualAForwardSearchPerState() {
+        Lexeme pattern = JsonLexemes.of("p", new dk.brics.automaton.RegExp("[0-9a-f]{3}(x|yz)*q|[a-c]+").toAutomaton(),
+                1000, "pattern");
+        for (Lexeme x : List.of(pattern, JsonLexemes.STRING_CHAR, JsonLexemes.WHITESPACE)) {
+            for (int s = 0; s < x.states(); s++) {
+                assertThat(x.completion(s)).as("%s state %d", x, s)
+                        .isEqualTo(forward(x, s, x.counted && s == x.start()));
+            }
+        }
+        assertThat(pattern.maxDistance()).isEqualTo(3); // "00q" after a first digit
+    }
+
+    /** The lexicographically smallest shortest path to an accepting state, one breadth-first search forward. */
+    private static byte[] forward(Lexeme x, int from, boolean unit) {
+        if (!unit && x.accepting(from)) {
+            return new byte[0];
+        }
+        java.util.Map<Integer, byte[]> seen = new java.util.HashMap<>();
+        java.util.ArrayDeque<Integer> queue = new java.util.ArrayDeque<>();
+        for (int b = 0; b < 256; b++) {
+            int t = x.step(from, b);
+            if (t >= 0 && !seen.containsKey(t)) {
+                seen.put(t, new byte[] {(byte) b});
+                queue.add(t);
+            }
+        }
+        while (!queue.isEmpty()) {
+            int s = queue.poll();
+            byte[] path = seen.get(s);
+            if (x.accepting(s)) {
+                return path;
+            }
+            for (int b = 0; b < 256; b++) {
+                int t = x.step(s, b);
+                if (t >= 0 && !seen.containsKey(t)) {
+                    byte[] p = java.util.Arrays.copyOf(path, path.length + 1);
+                    p[path.length] = (byte) b;
+                    seen.put(t, p);
+                    queue.add(t);
+                }
+            }
+        }
+        return null;
+    }
+
     /**
      * Follows {@code doc} greedily by the longest allowed token, checking each mask against the reference walk
      * (the whole trie with the parser): whether the document is accepted.
