@@ -20,8 +20,8 @@ import jdk.incubator.vector.VectorSpecies;
  * 128 · 127) and then in 32 bits (widened by shifts), converted to float once per block and scaled by
  * {@code scale · d}. Per 64 weights of a row that is about 20 vector operations where the float kernels of
  * {@link QuantizedLoops} issue about 34. Measured on an AMD EPYC Zen 3 core (one kernel thread, a 2048×2048 matrix
- * from cache, through {@link CpuBackend#matmul}, G weights/s): 4-bit 17.0 against 12.3–12.9 for the float kernels,
- * 8-bit 11.5 against 11.6–12.7 (no gain: its 16-bit products must be widened apart, and the loop alone ran at 13).
+ * from cache, through {@link CpuBackend#matmul}, G weights/s): 4-bit 16.5–17.2 against 12.3–12.9 for the float kernels,
+ * 8-bit 11.0–11.5 against 11.8–12.7 (no gain: its 16-bit products must be widened apart, and the loop alone ran at 13).
  * The Vector API has no {@code vpmaddubsw}/{@code vpmaddwd} (llama.cpp's instructions for this), hence the 16-bit
  * products and the widening by shifts.
  *
