@@ -133,7 +133,10 @@ final class JsonLexemes {
      * more than {@code maxStates} states.
      */
     static Lexeme of(String name, Automaton automaton, int maxStates, String keyword) {
-        Automaton a = automaton.clone();
+        // dk.brics' determinization (inside minimize) has no bound and ignores interrupts: a byte automaton that is
+        // not yet deterministic (a UTF-8 expansion) goes through the bounded, interruptible subset construction
+        Automaton a = automaton.isDeterministic() ? automaton.clone()
+                : EcmaRegex.determinize(automaton, 16 * maxStates, name);
         if (a.getNumberOfStates() > 16 * maxStates) { // minimising is not interruptible: bound it first
             throw new ConstraintBudgetException(keyword, "the automaton of " + name + " has " + a.getNumberOfStates()
                     + " states before minimisation (at most " + 16 * maxStates + ")");

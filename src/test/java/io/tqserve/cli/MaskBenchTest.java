@@ -43,7 +43,7 @@ class MaskBenchTest {
     @Test
     void scoresTheSampleAsMaskBenchDoes() throws Exception {
         List<Path> files = MaskBench.files(SAMPLE, "", Integer.MAX_VALUE);
-        assertThat(files).hasSize(20);
+        assertThat(files).hasSize(26);
         ByteArrayOutputStream progress = new ByteArrayOutputStream();
         List<MaskBench.Outcome> outcomes = MaskBench.runAll(files, engine, 60_000,
                 new PrintStream(progress, true, StandardCharsets.UTF_8));
@@ -51,7 +51,7 @@ class MaskBenchTest {
         Map<MaskBench.Status, Long> byStatus = outcomes.stream()
                 .collect(Collectors.groupingBy(MaskBench.Outcome::status, Collectors.counting()));
         assertThat(byStatus).containsExactlyInAnyOrderEntriesOf(Map.of(
-                MaskBench.Status.PASSING, 17L, MaskBench.Status.COMPILE_ERROR, 3L));
+                MaskBench.Status.PASSING, 23L, MaskBench.Status.COMPILE_ERROR, 3L));
         assertThat(outcomes.stream().filter(o -> o.status() == MaskBench.Status.COMPILE_ERROR)
                 .collect(Collectors.toMap(MaskBench.Outcome::id, MaskBench.Outcome::keyword)))
                 .containsExactlyInAnyOrderEntriesOf(Map.of(
@@ -65,7 +65,7 @@ class MaskBenchTest {
                 "TBM p99.9", "TBM p100", "TTFM avg", "TTFM p25", "TTFM p50", "TTFM p75", "TTFM p90", "TTFM p95",
                 "TTFM p99", "TTFM p99.9", "TTFM p100", "tokens", "schemas", "passing", "compile error", "timeout",
                 "out of memory", "stack overflow", "validation error", "invalidation error");
-        assertThat(table).contains("| schemas            |").containsPattern("\\| passing +\\| +17 \\|")
+        assertThat(table).contains("| schemas            |").containsPattern("\\| passing +\\| +23 \\|")
                 .containsPattern("\\| compile error +\\| +3 \\|")
                 .containsPattern("\\| invalidation error +\\| +0 \\|");
         long tokens = outcomes.stream().mapToLong(o -> o.maskNs().length).sum();
@@ -79,7 +79,7 @@ class MaskBenchTest {
                 """);
         assertThat(MaskBench.failureList(outcomes).lines().toList()).hasSize(3)
                 .allMatch(l -> l.split("\t")[1].equals("compile error"));
-        assertThat(progress.toString(StandardCharsets.UTF_8)).contains("20/20 schemas");
+        assertThat(progress.toString(StandardCharsets.UTF_8)).contains("26/26 schemas");
     }
 
     @Test
@@ -102,6 +102,15 @@ class MaskBenchTest {
                 MaskBench.Status.INVALIDATION_ERROR);
         assertThat(o.get(0).detail()).startsWith("test #0: should accept but didn't (token ");
         assertThat(o.get(1).detail()).isEqualTo("test #1: should reject but didn't: {\"n\": 2}");
+    }
+
+    @Test
+    void excludedSchemasAreReadOneALineWithComments() throws Exception {
+        Path f = java.nio.file.Files.createTempFile("exclude", ".txt");
+        java.nio.file.Files.writeString(f, "# masks that do not stop\nGithub_easy---o1\n\nGithub_easy---o2.json  # why\n");
+        assertThat(MaskBench.excluded(f.toString())).containsExactlyInAnyOrder("Github_easy---o1.json",
+                "Github_easy---o2.json");
+        assertThat(MaskBench.excluded(null)).isEmpty();
     }
 
     @Test
