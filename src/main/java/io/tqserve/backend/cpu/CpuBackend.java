@@ -20,9 +20,11 @@ public final class CpuBackend implements ComputeBackend {
 
     /**
      * Activation rows one pass of {@link PackedGemm} takes: 32 rows of 2048 floats (256 KB) stay in a core's L2 while
-     * every weight group of the thread's block runs over them; more rows are more passes over the block's weights.
+     * every weight group of the thread's block runs over them; more rows are more passes over the block's weights
+     * ({@code -Dtqserve.cpu.gemm-row-block}; on the loaded development machine 16, 32 and unblocked could not be
+     * told apart).
      */
-    static final int GEMM_ROW_BLOCK = 32;
+    static final int GEMM_ROW_BLOCK = Integer.getInteger("tqserve.cpu.gemm-row-block", 32);
 
     private final Kernels kernels;
     private final KernelPool pool;
