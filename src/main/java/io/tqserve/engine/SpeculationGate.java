@@ -53,6 +53,15 @@ final class SpeculationGate {
         static final double ALPHA = 0.1;
         private double[] plain = new double[17]; // nanos of a step of s sequences without drafts, 0 = not seen
         private double perRow = -1;              // nanos per extra draft row, -1 = not seen
+        private double pinned = -1;              // a fixed row cost in tokens, -1 = measured
+
+        /**
+         * Fixes the row cost at {@code rowCostTokens} tokens, whatever the passes measure: for tests whose outcome
+         * must not depend on the machine's timing (the measured cost moves with load, and so would the drafts).
+         */
+        void pin(double rowCostTokens) {
+            pinned = rowCostTokens;
+        }
 
         /** Records a pass of {@code sequences} decode sequences with {@code draftRows} draft rows in all. */
         void observe(int sequences, int draftRows, long nanos) {
@@ -79,6 +88,9 @@ final class SpeculationGate {
          * step's time per token; {@link #PRIOR_ROW_COST} until both have been measured.
          */
         double rowCostInTokens(int sequences) {
+            if (pinned >= 0) {
+                return pinned;
+            }
             int s = Math.max(1, sequences);
             double base = s < plain.length ? plain[s] : 0;
             if (perRow < 0 || base == 0) {

@@ -39,6 +39,10 @@ class SpeculationGateTest {
         assertEquals(SpeculationGate.PRIOR_ROW_COST, cost.rowCostInTokens(3), "a step size not seen yet");
         cost.observe(1, 3, 5_000_000); // faster than the plain step (noise): no negative cost
         assertEquals(0.9 * 1.9, cost.rowCostInTokens(40), 1e-12);
+        cost.pin(0.25); // a pinned cost holds for every step size, whatever is observed after it
+        cost.observe(1, 4, 1_000_000_000);
+        assertEquals(0.25, cost.rowCostInTokens(1), 1e-12);
+        assertEquals(0.25, cost.rowCostInTokens(40), 1e-12);
     }
 
     @Test
