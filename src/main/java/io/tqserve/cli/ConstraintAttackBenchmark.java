@@ -29,15 +29,18 @@ import org.springframework.context.ConfigurableApplicationContext;
  * request shares the lanes' steps with them). Rounds alternate the three so machine load hits each. Prints the
  * median latencies, their ratios and the attacks' outcomes.
  */
-final class ConstraintAttackBenchmark {
+public final class ConstraintAttackBenchmark {
     private static final String UNRELATED = "{\"model\":\"m\",\"prompt\":\"The ls command\",\"max_tokens\":2,"
             + "\"temperature\":0}";
 
     private ConstraintAttackBenchmark() {
     }
 
-    /** The five attack schemas of issue 29. */
-    static List<String> attacks() {
+    /**
+     * The five attack schemas of issue 29 ({@code maxLength} 10000, {@code maxItems} 20000, a 10-level {@code $ref}
+     * fan-out, 12 optional object properties, a 20000-entry {@code enum}); StructuredOutputAttackTest sends the same.
+     */
+    public static List<String> attacks() {
         StringBuilder refs = new StringBuilder("{\"$defs\": {\"l10\": {\"type\": \"integer\"}");
         for (int i = 9; i >= 0; i--) {
             refs.append(", \"l").append(i).append("\": {\"type\": \"object\", \"properties\": {\"a\": {\"$ref\": "

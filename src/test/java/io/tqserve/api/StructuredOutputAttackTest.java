@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.networknt.schema.InputFormat;
 import com.networknt.schema.SchemaRegistry;
 import com.networknt.schema.SpecificationVersion;
+import io.tqserve.cli.ConstraintAttackBenchmark;
 import io.tqserve.config.TqserveApplication;
 import io.tqserve.constraint.ConstraintBudgetException;
 import io.tqserve.engine.Lane;
@@ -56,28 +57,9 @@ class StructuredOutputAttackTest extends ServingClient {
     @Autowired
     GenerationHandler handler;
 
-    /** The five attack schemas; a unique title keeps each run's cache key fresh. */
+    /** The five attack schemas (the same the benchmark sends); {@link #fresh} keeps each run's cache key fresh. */
     static List<String> attacks() {
-        StringBuilder refs = new StringBuilder("{\"$defs\": {\"l10\": {\"type\": \"integer\"}");
-        for (int i = 9; i >= 0; i--) {
-            refs.append(", \"l").append(i).append("\": {\"type\": \"object\", \"properties\": {\"a\": {\"$ref\": "
-                    + "\"#/$defs/l").append(i + 1).append("\"}, \"b\": {\"$ref\": \"#/$defs/l").append(i + 1)
-                    .append("\"}}, \"additionalProperties\": false}");
-        }
-        refs.append("}, \"$ref\": \"#/$defs/l0\"}");
-        StringBuilder props = new StringBuilder("{\"type\": \"object\", \"properties\": {");
-        for (int i = 0; i < 12; i++) {
-            props.append(i == 0 ? "" : ", ").append("\"p").append(i).append("\": {\"type\": \"object\"}");
-        }
-        props.append("}}");
-        StringBuilder en = new StringBuilder("{\"enum\": [");
-        for (int i = 0; i < 20_000; i++) {
-            en.append(i == 0 ? "" : ", ").append("\"value-").append(i).append('"');
-        }
-        en.append("]}");
-        return List.of("{\"type\": \"string\", \"maxLength\": 10000}",
-                "{\"type\": \"array\", \"items\": {\"type\": \"integer\"}, \"maxItems\": 20000}",
-                refs.toString(), props.toString(), en.toString());
+        return ConstraintAttackBenchmark.attacks();
     }
 
     static String fresh(String schema) {
