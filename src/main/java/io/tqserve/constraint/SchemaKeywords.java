@@ -237,8 +237,9 @@ final class SchemaKeywords {
             return true;
         }
         Map<?, ?> own = from.get("properties") instanceof Map<?, ?> fp ? fp : Map.of();
-        @SuppressWarnings("unchecked")
-        Map<String, Object> props = (Map<String, Object>) out.get("properties");
+        Map<String, Object> props = new LinkedHashMap<>(); // a copy: the schema's own maps are never modified
+        ((Map<?, ?>) out.get("properties")).forEach((n, v) -> props.put(String.valueOf(n), v));
+        out.put("properties", props);
         Set<String> required = new HashSet<>();
         if (out.get("required") instanceof List<?> r) {
             r.forEach(x -> required.add(String.valueOf(x)));

@@ -54,6 +54,16 @@ class SchemaConjunctionTest {
     }
 
     @Test
+    void theSchemaItselfIsNeverModified() {
+        java.util.Map<?, ?> schema = GrammarEngineTest.schema("""
+                {"allOf": [{"type": "object", "additionalProperties": false}, {"properties": {"b": {}}}]}""");
+        String before = schema.toString();
+        assertThat(accepts(SchemaCompiler.compile(schema), "{}")).isTrue();
+        assertThat(accepts(SchemaCompiler.compile(schema), "{\"b\":1}")).isFalse();
+        assertThat(schema.toString()).isEqualTo(before);
+    }
+
+    @Test
     void siblingsOfRefApplyToTheReferencedSchema() {
         check("""
                 {"$defs": {"name": {"type": "string", "minLength": 1}},
