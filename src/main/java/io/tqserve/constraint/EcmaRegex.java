@@ -68,16 +68,18 @@ final class EcmaRegex {
                 throw r.error("unexpected '" + r.p.charAt(r.i) + "'");
             }
         }
-        Automaton a = determinize(Automaton.union(branches).intersection(anyString()), maxStates, pattern);
+        Automaton a = determinize(Automaton.union(branches).intersection(anyString()), maxStates, "the pattern /" + pattern + "/",
+                "pattern");
         a.minimize(); // Hopcroft on a DFA: polynomial
         return a;
     }
 
     /**
      * The subset construction with a bound: dk.brics' own determinization has none (an unanchored pattern can need
-     * exponentially many states) and cannot be interrupted, so it is done here, stopping at {@code maxStates}.
+     * exponentially many states) and cannot be interrupted, so it is done here, stopping at {@code maxStates}: past it
+     * a {@link ConstraintBudgetException} names {@code keyword} and says that {@code what} needs more states.
      */
-    static Automaton determinize(Automaton nfa, int maxStates, String pattern) {
+    static Automaton determinize(Automaton nfa, int maxStates, String what, String keyword) {
         java.util.TreeSet<Character> starts = new java.util.TreeSet<>();
         starts.add('\u0000');
         for (State q : nfa.getStates()) {
@@ -111,25 +113,33 @@ final class EcmaRegex {
                     break;
                 }
             }
+            // each transition adds its target to the intervals it covers (every transition's ends are points), so
+            // a state costs the intervals its set's transitions cover, not every interval times every transition
+            @SuppressWarnings("unchecked")
+            Set<State>[] nexts = new Set[points.length];
+            for (State q : set) {
+                for (Transition t : q.getTransitions()) {
+                    for (int n = java.util.Arrays.binarySearch(points, t.getMin());
+                            n < points.length && points[n] <= t.getMax(); n++) {
+                        if (nexts[n] == null) {
+                            nexts[n] = new HashSet<>();
+                        }
+                        nexts[n].add(t.getDest());
+                    }
+                }
+            }
             for (int n = 0; n < points.length; n++) {
                 char lo = points[n];
                 char hi = n + 1 < points.length ? (char) (points[n + 1] - 1) : MAX;
-                Set<State> next = new HashSet<>();
-                for (State q : set) {
-                    for (Transition t : q.getTransitions()) {
-                        if (t.getMin() <= lo && lo <= t.getMax()) {
-                            next.add(t.getDest());
-                        }
-                    }
-                }
-                if (next.isEmpty()) {
+                Set<State> next = nexts[n];
+                if (next == null) {
                     continue;
                 }
                 State to = dfa.get(next);
                 if (to == null) {
                     if (dfa.size() >= maxStates) {
-                        throw new ConstraintBudgetException("pattern", "the pattern /" + pattern + "/ needs more "
-                                + "than " + maxStates + " automaton states");
+                        throw new ConstraintBudgetException(keyword, what + " needs more than " + maxStates
+                                + " automaton states");
                     }
                     to = new State();
                     dfa.put(next, to);

@@ -136,7 +136,7 @@ final class JsonLexemes {
         // dk.brics' determinization (inside minimize) has no bound and ignores interrupts: a byte automaton that is
         // not yet deterministic (a UTF-8 expansion) goes through the bounded, interruptible subset construction
         Automaton a = automaton.isDeterministic() ? automaton.clone()
-                : EcmaRegex.determinize(automaton, 16 * maxStates, name);
+                : EcmaRegex.determinize(automaton, 16 * maxStates, "the automaton of " + name, keyword);
         if (a.getNumberOfStates() > 16 * maxStates) { // minimising is not interruptible: bound it first
             throw new ConstraintBudgetException(keyword, "the automaton of " + name + " has " + a.getNumberOfStates()
                     + " states before minimisation (at most " + 16 * maxStates + ")");

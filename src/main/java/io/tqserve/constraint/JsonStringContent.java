@@ -17,15 +17,43 @@ import java.util.Map;
  * paths (the usual split at the lead-byte boundaries).
  */
 final class JsonStringContent {
-    private JsonStringContent() {
+    private final int maxStates;
+    private final String what;
+    private final String keyword;
+    private int states;
+
+    private JsonStringContent(int maxStates, String what, String keyword) {
+        this.maxStates = maxStates;
+        this.what = what;
+        this.keyword = keyword;
     }
 
-    static Automaton of(Automaton chars) {
+    /**
+     * The byte automaton of {@code chars} (non-deterministic: see below), refused with a
+     * {@link ConstraintBudgetException} naming {@code keyword} once its construction passes {@code maxStates} states:
+     * a character automaton with many states and wide classes expands to many UTF-8 paths per state.
+     */
+    static Automaton of(Automaton chars, int maxStates, String what, String keyword) {
+        return new JsonStringContent(maxStates, what, keyword).build(chars);
+    }
+
+    private State state() {
+        if (++states > maxStates) {
+            throw new ConstraintBudgetException(keyword, what + " needs more than " + maxStates
+                    + " automaton states (UTF-8 expansion)");
+        }
+        if ((states & 4095) == 0 && Thread.currentThread().isInterrupted()) {
+            throw new java.util.concurrent.CancellationException("constraint compile cancelled");
+        }
+        return new State();
+    }
+
+    private Automaton build(Automaton chars) {
         Automaton a = chars.clone();
         a.determinize();
         Map<State, State> map = new HashMap<>();
         for (State s : a.getStates()) {
-            State t = new State();
+            State t = state();
             t.setAccept(s.isAccept());
             map.put(s, t);
         }
@@ -35,15 +63,18 @@ final class JsonStringContent {
                 range(from, map.get(tr.getDest()), tr.getMin(), tr.getMax());
             }
         }
+        // Left non-deterministic on purpose: the UTF-8 paths of one state's ranges share lead bytes, and dk.brics'
+        // determinization (inside its minimize) has no bound and ignores interrupts; on a pattern with wide
+        // character classes under a long length bound it ran for minutes. JsonLexemes.of determinizes it with the
+        // bounded, interruptible subset construction and refuses it past its state budget.
         Automaton out = new Automaton();
         out.setInitialState(map.get(a.getInitialState()));
         out.setDeterministic(false);
         out.restoreInvariant();
-        out.minimize();
         return out;
     }
 
-    private static void range(State from, State to, int lo, int hi) {
+    private void range(State from, State to, int lo, int hi) {
         for (int c = lo; c <= Math.min(hi, 0x1F); c++) { // control characters: escapes
             path(from, to, escape(c));
         }
@@ -90,17 +121,17 @@ final class JsonStringContent {
         return s.getBytes(StandardCharsets.US_ASCII);
     }
 
-    private static void path(State from, State to, byte[] b) {
+    private void path(State from, State to, byte[] b) {
         State s = from;
         for (int k = 0; k < b.length; k++) {
-            State next = k == b.length - 1 ? to : new State();
+            State next = k == b.length - 1 ? to : state();
             s.addTransition(new Transition((char) (b[k] & 0xFF), next));
             s = next;
         }
     }
 
     /** Code points lo..hi (no surrogates, at least 0x20) as UTF-8 byte paths. */
-    private static void utf8(State from, State to, int lo, int hi) {
+    private void utf8(State from, State to, int lo, int hi) {
         int[] bounds = {0x7F, 0x7FF, 0xFFFF};
         for (int b : bounds) {
             if (lo <= b && hi > b) {
@@ -122,14 +153,14 @@ final class JsonStringContent {
     }
 
     /** Every byte sequence between lo and hi (same length, lexicographic order) from position k on. */
-    private static void sequences(State from, State to, int[] lo, int[] hi, int k) {
+    private void sequences(State from, State to, int[] lo, int[] hi, int k) {
         int n = lo.length;
         if (k == n - 1) {
             from.addTransition(new Transition((char) lo[k], (char) hi[k], to));
             return;
         }
         if (lo[k] == hi[k]) {
-            State mid = new State();
+            State mid = state();
             from.addTransition(new Transition((char) lo[k], mid));
             sequences(mid, to, lo, hi, k + 1);
             return;
@@ -140,13 +171,13 @@ final class JsonStringContent {
             top[j] = 0xBF;
             bottom[j] = 0x80;
         }
-        State a = new State();
+        State a = state();
         from.addTransition(new Transition((char) lo[k], a));
         sequences(a, to, lo, top, k + 1);
         if (hi[k] - lo[k] >= 2) {
             State s = from;
             for (int j = k; j < n; j++) {
-                State next = j == n - 1 ? to : new State();
+                State next = j == n - 1 ? to : state();
                 if (j == k) {
                     s.addTransition(new Transition((char) (lo[k] + 1), (char) (hi[k] - 1), next));
                 } else {
@@ -155,7 +186,7 @@ final class JsonStringContent {
                 s = next;
             }
         }
-        State b = new State();
+        State b = state();
         from.addTransition(new Transition((char) hi[k], b));
         sequences(b, to, bottom, hi, k + 1);
     }

@@ -87,7 +87,8 @@ final class ScalarSchemas {
         if (chars.isEmpty()) {
             return Grammar.fail();
         }
-        Automaton bytes = JsonStringContent.of(chars);
+        Automaton bytes = JsonStringContent.of(chars, 16 * limits.maxLexemeStates(), "the automaton of " + name,
+                keyword);
         return Grammar.seq(Grammar.lit("\""), new Lex(JsonLexemes.of(name, bytes, limits.maxLexemeStates(), keyword),
                 0, -1), Grammar.lit("\""));
     }

@@ -18,7 +18,8 @@ import org.junit.jupiter.api.Test;
  */
 class EcmaRegexTest {
     private static RunAutomaton content(String pattern) {
-        return new RunAutomaton(JsonStringContent.of(EcmaRegex.search(pattern, 100_000)));
+        return new RunAutomaton(JsonStringContent.of(EcmaRegex.search(pattern, 100_000), 1_000_000, pattern,
+                "pattern"));
     }
 
     /** Whether the JSON string contents {@code json} (as written between the quotes) are accepted. */
@@ -91,6 +92,25 @@ class EcmaRegexTest {
                     .isInstanceOfSatisfying(UnsupportedSchemaException.class,
                             e -> assertThat(e.keyword()).isEqualTo("pattern"));
         }
+    }
+
+    /**
+     * MaskBench Github_easy---o21456 (jsonschemabench, maskbench/data): wide negated classes under a 254-character
+     * bound. The UTF-8 expansion of its string automaton once went through dk.brics' unbounded, uninterruptible
+     * determinization (inside minimize) and never finished; it now meets the bounded subset construction, which
+     * refuses it naming {@code pattern} (a small state budget here keeps the test short; the server's default is
+     * 5,000 states, 80,000 before minimisation, and its compile deadline interrupts the construction).
+     */
+    @Test
+    void aWideClassUnderALongLengthBoundIsRefusedByItsStateBudget() {
+        Automaton chars = EcmaRegex.search("^[^@^\\s]+@[^@^\\.^\\s]+(\\.[^@^\\.^\\s]*)*.gov.uk", 100_000)
+                .intersection(EcmaRegex.lengths(5, 254));
+        chars.minimize(); // a product of DFAs: Hopcroft only
+        assertThatThrownBy(() -> JsonLexemes.of("pattern", JsonStringContent.of(chars, 8000, "the pattern",
+                "pattern"), 500, "pattern"))
+                .isInstanceOfSatisfying(ConstraintBudgetException.class, e -> assertThat(e.keyword())
+                        .isEqualTo("pattern"))
+                .hasMessageContaining("needs more than 8000 automaton states");
     }
 
     /** Against java.util.regex (which reads these ASCII patterns as ECMA does) on random strings. */
