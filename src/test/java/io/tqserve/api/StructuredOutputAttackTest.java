@@ -10,9 +10,7 @@ import io.tqserve.config.TqserveApplication;
 import io.tqserve.constraint.ConstraintBudgetException;
 import io.tqserve.engine.Lane;
 import io.tqserve.engine.StepHook;
-import java.io.OutputStream;
 import java.lang.management.ManagementFactory;
-import java.net.Socket;
 import java.net.URI;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
@@ -20,10 +18,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
@@ -139,39 +134,8 @@ class StructuredOutputAttackTest extends ServingClient {
 
     @Test
     void aDisconnectCancelsTheAttacksCompile() throws Exception {
-        CountDownLatch entered = new CountDownLatch(1);
-        CountDownLatch interrupted = new CountDownLatch(1);
-        CountDownLatch never = new CountDownLatch(1);
-        double cancelled = compiles("cancelled");
-        pool.setCompileHook(() -> { // holds the compile where a slow one would be, until interrupted
-            entered.countDown();
-            try {
-                never.await(60, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                interrupted.countDown();
-                throw e;
-            }
-        });
-        try {
-            byte[] body = chat(fresh(attacks().get(1)), 64, false).getBytes(StandardCharsets.UTF_8);
-            try (Socket socket = new Socket("localhost", port)) {
-                OutputStream out = socket.getOutputStream();
-                out.write(("POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + KEY
-                        + "\r\nContent-Type: application/json\r\nContent-Length: " + body.length + "\r\n\r\n")
-                        .getBytes(StandardCharsets.US_ASCII));
-                out.write(body);
-                out.flush();
-                assertThat(entered.await(60, TimeUnit.SECONDS)).as("the compile started").isTrue();
-            }
-            assertThat(interrupted.await(60, TimeUnit.SECONDS)).as("the compile thread was interrupted").isTrue();
-            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-            while (compiles("cancelled") == cancelled && System.nanoTime() < until) {
-                LockSupport.parkNanos(1_000_000); // recorded right after the compile thread returns
-            }
-            assertThat(compiles("cancelled")).isEqualTo(cancelled + 1);
-        } finally {
-            pool.setCompileHook(ConstraintPool.CompileHook.NONE);
-        }
+        CompileDisconnect.assertCancelsItsCompile(pool, port, "Authorization: Bearer " + KEY + "\r\n",
+                chat(fresh(attacks().get(1)), 64, false).getBytes(StandardCharsets.UTF_8), () -> compiles("cancelled"));
     }
 
     @Test

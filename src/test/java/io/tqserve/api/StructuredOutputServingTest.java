@@ -2,14 +2,9 @@ package io.tqserve.api;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.io.OutputStream;
-import java.net.Socket;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
 import tools.jackson.databind.JsonNode;
@@ -79,39 +74,9 @@ class StructuredOutputServingTest extends ServingTestContext {
 
     @Test
     void aClientDisconnectingDuringItsCompileInterruptsTheCompile() throws Exception {
-        CountDownLatch entered = new CountDownLatch(1);
-        CountDownLatch interrupted = new CountDownLatch(1);
-        CountDownLatch never = new CountDownLatch(1);
-        double cancelled = compiles("cancelled");
         double running = registry.get("tqserve.structured.compiles.running").gauge().value();
-        pool.setCompileHook(() -> {
-            entered.countDown();
-            try {
-                never.await(60, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                interrupted.countDown();
-                throw e;
-            }
-        });
-        try {
-            byte[] body = chat(freshSchema(), 40).getBytes(StandardCharsets.UTF_8);
-            try (Socket socket = new Socket("localhost", port)) {
-                OutputStream out = socket.getOutputStream();
-                out.write(("POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json"
-                        + "\r\nContent-Length: " + body.length + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
-                out.write(body);
-                out.flush();
-                assertThat(entered.await(60, TimeUnit.SECONDS)).as("the compile started").isTrue();
-            } // the client goes away while its compile runs
-            assertThat(interrupted.await(60, TimeUnit.SECONDS)).as("the compile thread was interrupted").isTrue();
-            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-            while (compiles("cancelled") == cancelled && System.nanoTime() < until) {
-                LockSupport.parkNanos(1_000_000); // the outcome is recorded right after the compile thread returns
-            }
-            assertThat(compiles("cancelled")).isEqualTo(cancelled + 1);
-            assertThat(registry.get("tqserve.structured.compiles.running").gauge().value()).isEqualTo(running);
-        } finally {
-            pool.setCompileHook(ConstraintPool.CompileHook.NONE);
-        }
+        CompileDisconnect.assertCancelsItsCompile(pool, port, "", chat(freshSchema(), 40)
+                .getBytes(StandardCharsets.UTF_8), () -> compiles("cancelled"));
+        assertThat(registry.get("tqserve.structured.compiles.running").gauge().value()).isEqualTo(running);
     }
 }
