@@ -13,33 +13,61 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
-/** When {@code oneOf} may be compiled as a union: no document can match two of its branches. */
+/** {@code oneOf} as a union in which no document matches two branches. */
 final class OneOfCheck {
     private OneOfCheck() {
     }
 
+    /** Compiles branch {@code i} of a oneOf anew, excluding the instances of the {@code others} branches. */
+    interface Recompile {
+        Node apply(int i, List<Object> others);
+    }
+
     /**
-     * oneOf is an exact union only when no document matches two branches: accepted when the branches start with
-     * disjoint bytes (different JSON types) or are disjoint sets of literal values.
+     * The branches of a oneOf as an exact union: a branch that a document may match together with another is
+     * compiled anew as itself AND NOT each such other ({@link #only}), so that no document matches two branches and
+     * one matching two is in none. Branches are disjoint when they start with disjoint bytes (different JSON types)
+     * or are disjoint sets of literal values; the others are treated as overlapping.
      */
-    static void disjoint(List<Node> b, List<?> schemas, String at) {
+    static List<Node> exclusive(List<Node> b, List<?> schemas, Recompile recompile) {
         List<long[]> firsts = new ArrayList<>();
         for (Node n : b) {
             firsts.add(first(n, new HashSet<>()));
         }
+        List<Node> out = new ArrayList<>(b);
         for (int i = 0; i < b.size(); i++) {
-            for (int j = i + 1; j < b.size(); j++) {
-                long[] x = firsts.get(i);
-                long[] y = firsts.get(j);
-                boolean overlap = x == null || y == null || (x[0] & y[0]) != 0 || (x[1] & y[1]) != 0
-                        || (x[2] & y[2]) != 0 || (x[3] & y[3]) != 0;
-                if (overlap && !disjointLiterals(schemas.get(i), schemas.get(j))) {
-                    throw new UnsupportedSchemaException("oneOf", "oneOf at " + at + " has branches " + i + " and "
-                            + j + " that a document may match both (only branches of different types or of "
-                            + "different constant values are supported)");
+            List<Object> others = new ArrayList<>();
+            for (int j = 0; j < b.size(); j++) {
+                if (j != i && overlap(firsts.get(i), firsts.get(j)) && !disjointLiterals(schemas.get(i),
+                        schemas.get(j))) {
+                    others.add(schemas.get(j));
                 }
             }
+            if (!others.isEmpty()) {
+                out.set(i, recompile.apply(i, others));
+            }
         }
+        return out;
+    }
+
+    private static boolean overlap(long[] x, long[] y) {
+        return x == null || y == null || (x[0] & y[0]) != 0 || (x[1] & y[1]) != 0 || (x[2] & y[2]) != 0
+                || (x[3] & y[3]) != 0;
+    }
+
+    /** {@code rest} (the siblings of the oneOf) AND {@code branch} AND NOT each of {@code others}. */
+    static Map<String, Object> only(Map<String, Object> rest, Object branch, List<Object> others) {
+        List<Object> all = new ArrayList<>();
+        if (!rest.isEmpty()) {
+            all.add(rest);
+        }
+        all.add(branch);
+        for (Object o : others) {
+            all.add(Map.of("not", o));
+        }
+        Map<String, Object> m = new java.util.LinkedHashMap<>();
+        m.put("allOf", all);
+        return m;
     }
 
     static boolean disjointLiterals(Object a, Object b) {

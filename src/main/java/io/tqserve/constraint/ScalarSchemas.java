@@ -25,8 +25,9 @@ final class ScalarSchemas {
                 : m.get("format");
         Object pattern = m.get("pattern");
         Node quote = Grammar.lit("\"");
-        if (format != null || pattern != null) {
-            return patterned(format, pattern, min, max, at, limits, check);
+        Automaton excluded = Negation.excludedStrings(m, at, limits);
+        if (format != null || pattern != null || excluded != null) {
+            return patterned(format, pattern, excluded, min, max, at, limits, check);
         }
         if (max == 0) {
             return Grammar.lit("\"\"");
@@ -35,11 +36,12 @@ final class ScalarSchemas {
     }
 
     /**
-     * A string with a {@code format} and/or a {@code pattern}: the intersection of their character automata and
-     * the length bounds, as one lexeme over the bytes of the string's contents.
+     * A string with a {@code format} and/or a {@code pattern}: the intersection of their character automata, the
+     * complement of {@code excluded} (strings a {@code not} rules out; may be null) and the length bounds, as one
+     * lexeme over the bytes of the string's contents.
      */
-    static Node patterned(Object format, Object pattern, int min, int max, String at, ConstraintLimits limits,
-            Runnable check) {
+    static Node patterned(Object format, Object pattern, Automaton excluded, int min, int max, String at,
+            ConstraintLimits limits, Runnable check) {
         Automaton chars = null; // DFAs only below: products of DFAs stay deterministic (no subset construction)
         String keyword = "pattern";
         String name = "";
@@ -61,6 +63,13 @@ final class ScalarSchemas {
             chars = chars == null ? search : chars.intersection(search);
             keyword = "pattern";
             name = (name.isEmpty() ? "" : name + ", ") + "pattern /" + p + "/";
+        }
+        if (excluded != null) {
+            // not (pattern or enum): the strings outside the excluded ones (a complement of a DFA stays small)
+            chars = (chars == null ? EcmaRegex.anyString() : chars).intersection(excluded.complement());
+            chars.determinize();
+            keyword = format == null && pattern == null ? "not" : keyword;
+            name = (name.isEmpty() ? "" : name + ", ") + "not";
         }
         check.run();
         if (min > 0 || max >= 0) {

@@ -40,6 +40,7 @@ public final class SchemaCompiler {
     private Rule anyValue;
     private int nodes;
     private int checks;
+    private int negations;
 
     private SchemaCompiler(Map<?, ?> root, ConstraintLimits limits) {
         this(root, limits, System.nanoTime() + limits.compileMillis() * 1_000_000L);
@@ -146,6 +147,9 @@ public final class SchemaCompiler {
                 return Grammar.fail();
             }
         }
+        if (m.containsKey("not")) {
+            return negated(m, at);
+        }
         for (String combinator : List.of("anyOf", "oneOf")) {
             if (m.containsKey(combinator)) {
                 if (!(m.get(combinator) instanceof List<?> list) || list.isEmpty()) {
@@ -161,7 +165,8 @@ public final class SchemaCompiler {
                     b.add(value(branch, at + "/" + combinator + "/" + i));
                 }
                 if (combinator.equals("oneOf")) {
-                    OneOfCheck.disjoint(b, list, at);
+                    b = OneOfCheck.exclusive(b, list, (i, others) -> value(OneOfCheck.only(rest, list.get(i),
+                            others), at + "/oneOf/" + i));
                 }
                 return alt(at, b.toArray(Node[]::new));
             }
@@ -171,6 +176,27 @@ public final class SchemaCompiler {
         }
         Node typed = typed(m, at);
         return typed == null ? anyValue() : typed;
+    }
+
+    /** {@code m} with its {@code not} as the union of positive schemas ({@link Negation}). */
+    private Node negated(Map<String, Object> m, String at) {
+        if (++negations > MAX_FLATTEN) {
+            throw new UnsupportedSchemaException("not", "not at " + at + " nests more than " + MAX_FLATTEN
+                    + " levels (through $ref)");
+        }
+        try {
+            Map<String, Object> rest = new LinkedHashMap<>(m);
+            Object not = rest.remove("not");
+            List<Map<String, Object>> branches = Negation.and(rest, not, r -> resolve(r, at), at);
+            nodes += branches.size();
+            List<Node> b = new ArrayList<>();
+            for (Map<String, Object> branch : branches) {
+                b.add(value(branch, at));
+            }
+            return b.size() == 1 ? b.getFirst() : alt(at, b.toArray(Node[]::new));
+        } finally {
+            negations--;
+        }
     }
 
     /**
@@ -337,12 +363,14 @@ public final class SchemaCompiler {
         } else if (type instanceof List<?> l) {
             l.forEach(t -> types.add(String.valueOf(t)));
         } else if (type == null) {
-            if (m.containsKey("properties") || m.containsKey("required") || m.containsKey("additionalProperties")) {
+            if (m.containsKey("properties") || m.containsKey("required") || m.containsKey("additionalProperties")
+                    || m.containsKey(Negation.ABSENT)) {
                 types.add("object");
             } else if (m.containsKey("items") || m.containsKey("minItems") || m.containsKey("maxItems")) {
                 types.add("array");
             } else if (m.containsKey("minLength") || m.containsKey("maxLength") || m.containsKey("pattern")
-                    || m.containsKey("format")) {
+                    || m.containsKey("format") || m.containsKey(Negation.NOT_STRINGS)
+                    || m.containsKey(Negation.NOT_PATTERNS)) {
                 types.add("string");
             } else if (m.containsKey("minimum") || m.containsKey("maximum")) {
                 types.add("number");
@@ -400,6 +428,10 @@ public final class SchemaCompiler {
         }
         Object additional = m.get("additionalProperties");
         boolean closed = Boolean.FALSE.equals(additional);
+        Set<String> absent = Negation.absent(m, at);
+        if (absent.stream().anyMatch(required::contains)) {
+            return Grammar.fail();
+        }
         Node open = lit("{", at);
         Node close = lit("}", at);
         if (props == null && required.isEmpty()) {
@@ -407,7 +439,9 @@ public final class SchemaCompiler {
                 return seq(at, open, ws, close);
             }
             Node value = additional instanceof Map<?, ?> am ? value(am, at + "/additionalProperties") : anyValue();
-            Node string = seq(at, lit("\"", at), count(new Lex(JsonLexemes.STRING_CHAR, 0, -1), at), lit("\"", at));
+            Node string = absent.isEmpty() ? seq(at, lit("\"", at), count(new Lex(JsonLexemes.STRING_CHAR, 0, -1), at),
+                    lit("\"", at)) : count(ScalarSchemas.string(Map.of(Negation.NOT_STRINGS, new ArrayList<>(absent)),
+                    at, limits, () -> check(at)), at);
             Node member = seq(at, string, ws, lit(":", at), ws, value, ws);
             return seq(at, open, ws, alt(at, close, seq(at, count(new Rep(member, seq(at, lit(",", at), ws), 1, -1),
                     at), close)));
@@ -420,6 +454,9 @@ public final class SchemaCompiler {
         List<Boolean> req = new ArrayList<>();
         for (Map.Entry<?, ?> e : p.entrySet()) {
             String name = String.valueOf(e.getKey());
+            if (absent.contains(name)) {
+                continue; // optional (required ones failed above): left out
+            }
             Node value = value(e.getValue(), at + "/properties/" + name);
             members.add(seq(at, lit(quote(name), at), ws, lit(":", at), ws, value, ws));
             req.add(required.contains(name));

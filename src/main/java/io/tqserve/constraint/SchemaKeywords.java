@@ -23,10 +23,11 @@ final class SchemaKeywords {
     static final Set<String> KNOWN = Set.of("type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref",
             "properties", "required", "additionalProperties", "items", "minItems", "maxItems", "uniqueItems",
             "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "format",
-            "nullable", "pattern", "prefixItems", "additionalItems");
+            "nullable", "pattern", "prefixItems", "additionalItems", "not", Negation.ABSENT, Negation.NOT_STRINGS,
+            Negation.NOT_PATTERNS);
     /** Validation keywords (drafts 3 to 2020-12) that are not enforced: a schema using one is refused. */
     static final Set<String> REFUSED = Set.of("multipleOf", "maxContains", "minContains", "dependentRequired",
-            "not", "if", "dependentSchemas", "contains", "patternProperties", "propertyNames",
+            "if", "dependentSchemas", "contains", "patternProperties", "propertyNames",
             "unevaluatedItems", "unevaluatedProperties", "$dynamicRef", "$recursiveRef", "dependencies", "disallow",
             "extends", "divisibleBy", "$anchor", "$dynamicAnchor", "$recursiveAnchor", "contentEncoding",
             "contentMediaType", "contentSchema");
@@ -211,6 +212,16 @@ final class SchemaKeywords {
                 case "uniqueItems" -> Boolean.TRUE.equals(x) || Boolean.TRUE.equals(y);
                 case "nullable" -> Boolean.TRUE.equals(x) && Boolean.TRUE.equals(y);
                 case "anyOf", "oneOf" -> cross((List<?>) x, (List<?>) y, k, at);
+                case "not" -> Map.of("anyOf", List.of(x, y)); // NOT x AND NOT y = NOT (x OR y)
+                case Negation.ABSENT, Negation.NOT_STRINGS, Negation.NOT_PATTERNS -> {
+                    if (!(x instanceof List<?> xl) || !(y instanceof List<?> yl)) {
+                        throw new UnsupportedSchemaException("not", "an internal keyword of not at " + at
+                                + " is not a list");
+                    }
+                    Set<Object> all = new LinkedHashSet<>(xl);
+                    all.addAll(yl);
+                    yield new ArrayList<>(all);
+                }
                 default -> throw new UnsupportedSchemaException(k, "'" + k + "' with two different values in the "
                         + "conjunction (allOf, or beside $ref/anyOf/oneOf) at " + at + " is not supported by "
                         + "constrained decoding");

@@ -51,13 +51,14 @@ class MaskBenchTest {
         Map<MaskBench.Status, Long> byStatus = outcomes.stream()
                 .collect(Collectors.groupingBy(MaskBench.Outcome::status, Collectors.counting()));
         assertThat(byStatus).containsExactlyInAnyOrderEntriesOf(Map.of(
-                MaskBench.Status.PASSING, 23L, MaskBench.Status.COMPILE_ERROR, 3L));
+                MaskBench.Status.PASSING, 23L, MaskBench.Status.COMPILE_ERROR, 2L,
+                MaskBench.Status.VALIDATION_ERROR, 1L));
         assertThat(outcomes.stream().filter(o -> o.status() == MaskBench.Status.COMPILE_ERROR)
                 .collect(Collectors.toMap(MaskBench.Outcome::id, MaskBench.Outcome::keyword)))
                 .containsExactlyInAnyOrderEntriesOf(Map.of(
                         "Glaiveai2K---calculate_area_38196395.json", "dependencies",
-                        "Synthesized---draft2019_09_nonvalid_additionalProperties_id5_subschema1_not_2.json", "not",
-                        "Synthesized---draft2019_09_nonvalid_enum_id7_subschema1_not_2.json", "not"));
+                        "Synthesized---draft2019_09_nonvalid_additionalProperties_id5_subschema1_not_2.json",
+                        "patternProperties"));
 
         String table = MaskBench.table(outcomes, "tqserve");
         assertThat(table.lines().map(l -> l.split("\\|")[1].strip()).toList()).containsExactly("metric",
@@ -66,7 +67,8 @@ class MaskBenchTest {
                 "TTFM p99", "TTFM p99.9", "TTFM p100", "tokens", "schemas", "passing", "compile error", "timeout",
                 "out of memory", "stack overflow", "validation error", "invalidation error");
         assertThat(table).contains("| schemas            |").containsPattern("\\| passing +\\| +23 \\|")
-                .containsPattern("\\| compile error +\\| +3 \\|")
+                .containsPattern("\\| compile error +\\| +2 \\|")
+                .containsPattern("\\| validation error +\\| +1 \\|")
                 .containsPattern("\\| invalidation error +\\| +0 \\|");
         long tokens = outcomes.stream().mapToLong(o -> o.maskNs().length).sum();
         assertThat(tokens).isPositive();
@@ -74,11 +76,12 @@ class MaskBenchTest {
         assertThat(MaskBench.keywordTally(outcomes)).isEqualTo("""
                 | compile errors by keyword | schemas |
                 |:--|--:|
-                | not | 2 |
                 | dependencies | 1 |
+                | patternProperties | 1 |
                 """);
+        // the enum's object value is written compactly, the instance with json.dumps' spaces
         assertThat(MaskBench.failureList(outcomes).lines().toList()).hasSize(3)
-                .allMatch(l -> l.split("\t")[1].equals("compile error"));
+                .filteredOn(l -> l.split("\t")[1].equals("compile error")).hasSize(2);
         assertThat(progress.toString(StandardCharsets.UTF_8)).contains("26/26 schemas");
     }
 

@@ -118,8 +118,8 @@ class TokenConstraintTest {
                 Map.of("type", "null")))))
                 .isInstanceOf(UnsupportedSchemaException.class).hasMessageContaining("left recursion")
                 .extracting(e -> ((UnsupportedSchemaException) e).keyword()).isEqualTo("$ref");
-        assertThatThrownBy(() -> SchemaCompiler.compile(Map.of("oneOf", List.of(Map.of("type", "integer"),
-                Map.of("type", "number"))))).hasMessageContaining("oneOf");
+        assertThatThrownBy(() -> SchemaCompiler.compile(Map.of("oneOf", List.of(Map.of("type", "string"),
+                Map.of("type", "string"))))).hasMessageContaining("no JSON document satisfies the schema");
     }
 
     @Test
