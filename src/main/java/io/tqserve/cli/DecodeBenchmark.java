@@ -248,6 +248,9 @@ final class DecodeBenchmark {
             }
             System.out.printf("  decode  %d tokens: %.1f tok/s (bf16 KV; median step %.1f tok/s)%n", decodeTokens,
                     result[1], result[2]);
+            if (device instanceof io.tqserve.backend.cpu.CpuBackend cpu && cpu.matvecKernel() != null) {
+                System.out.println("  one-row bf16 kernel: " + cpu.matvecKernel());
+            }
             if (timed != null) {
                 double stepMs = 1e3 / result[1];
                 double mm = timed.matmulNanos / 1e6 / decodeTokens;

@@ -35,6 +35,8 @@ public final class CpuBackend implements ComputeBackend {
     private final Map<Matrix, MemorySegment> packed = Collections.synchronizedMap(new WeakHashMap<>());
     /** The same for quantized matrices the Vector API kernels read ({@link QuantizedPack}). */
     private final Map<Matrix, QuantizedPack> qpacked = Collections.synchronizedMap(new WeakHashMap<>());
+    /** The one-row kernel on packed matrices ({@link MatvecChoice}); null with the scalar kernels. */
+    private final MatvecChoice matvecs;
 
     public CpuBackend(Kernels kernels, int threads, String why) {
         this(kernels, threads, why, QuantizedInt8.DEFAULT);
@@ -50,6 +52,7 @@ public final class CpuBackend implements ComputeBackend {
         this.why = why + (int8 && kernels instanceof VectorKernels && QuantizedVector.L == 8
                 ? ", int8 activations for 4- and 8-bit weights (-D" + QuantizedInt8.PROPERTY + "=true)" : "");
         this.quantized = new QuantizedMatmul(kernels, int8);
+        this.matvecs = kernels instanceof VectorKernels ? MatvecChoice.fromSystemProperty() : null;
     }
 
     /**
@@ -156,13 +159,13 @@ public final class CpuBackend implements ComputeBackend {
         int outDim = w.rows();
         int inDim = w.cols();
         if (rows == 1) {
+            if (pack != null) { // whole groups of four rows: prepare packs only matrices whose rows come in fours
+                matvecs.run(pack, inDim, x, out, from, to);
+                return;
+            }
             // matrix-vector: four weight rows at a time, read straight from their bytes
             for (int j = from; j < to; j += 4) {
-                if (pack != null && to - j >= 4) {
-                    VectorMatmul.matvec4Packed(pack, 2L * j * inDim, inDim, x, 0, out, j);
-                } else {
-                    kernels.matvec(w, j, Math.min(4, to - j), x, 0, out, j);
-                }
+                kernels.matvec(w, j, Math.min(4, to - j), x, 0, out, j);
             }
             return;
         }
@@ -236,6 +239,11 @@ public final class CpuBackend implements ComputeBackend {
             });
             packed.put(m, dst);
         }
+    }
+
+    /** The one-row packed kernel in use and why ({@link MatvecChoice}), or null while it calibrates or without one. */
+    public String matvecKernel() {
+        return matvecs == null ? null : matvecs.outcome();
     }
 
     /** Whether {@link #prepare} keeps a repacked copy of m (for tests). */
