@@ -27,7 +27,7 @@ import jdk.incubator.vector.VectorOperators;
  */
 final class QuantizedLoops {
     /** Lanes [L/2, L): the second group of a 4-bit block that holds two groups ({@link QuantizedVector#span2}). */
-    private static final VectorMask<Float> HIGH = VectorMask.fromLong(F, ((1L << L) - 1) & -(1L << (L / 2)));
+    static final VectorMask<Float> HIGH = VectorMask.fromLong(F, ((1L << L) - 1) & -(1L << (L / 2)));
 
     private QuantizedLoops() {
     }

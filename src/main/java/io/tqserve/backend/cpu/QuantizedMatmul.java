@@ -9,7 +9,8 @@ import io.tqserve.backend.Matrix;
  * a fused call). 4- and 8-bit matrices on 128-bit or wider vectors run {@link QuantizedVector}'s kernels, which read
  * the packed codes in registers, for each activation row against each block of four weight rows (the block stays in
  * cache across the rows, so each weight byte comes from memory once per call), on the rows repacked at load
- * ({@link QuantizedPack}) when the backend has them. Other code widths, groups narrower than a block and the scalar kernels
+ * ({@link QuantizedPack}) when the backend has them; there, activation rows in fours run {@link QuantizedRows},
+ * which widens each weight row's codes once per four activation rows with the same arithmetic per output. Other code widths, groups narrower than a block and the scalar kernels
  * decode four weight rows at a time to floats with {@link QuantizedScalar} (never more: no dense copy of the matrix)
  * and run the float tiles. Either way an output gets the same arithmetic whatever the batch, so batching never
  * changes a sequence's numbers.
@@ -19,6 +20,10 @@ final class QuantizedMatmul {
     private final boolean vector;
     private final ThreadLocal<float[]> rowScratch = new ThreadLocal<>();
     private final ThreadLocal<float[]> scaleScratch = new ThreadLocal<>();
+    /** The four activation rows' scales and bias terms of {@link QuantizedRows#block4}. */
+    /** Bytes of codes per span of weight rows run against all the activation rows in fours (well inside L2). */
+    private static final long WEIGHT_SPAN = 64 * 1024;
+    private final ThreadLocal<float[][]> quadScratch = ThreadLocal.withInitial(() -> new float[4][]);
     /** The calling thread's activation arrays per {@link #input} slot (permuted x, group sums): two per slot. */
     private final ThreadLocal<float[][]> inputScratch = ThreadLocal.withInitial(() -> new float[0][]);
     /** The same for the int8 activations of {@link QuantizedInt8}: one per slot. */
@@ -144,9 +149,25 @@ final class QuantizedMatmul {
             int size = QuantizedVector.scratchSize(w.quant().bits(), inDim, w.quant().groupSize());
             float[] sb = scratch(scaleScratch, size);
             int bits = w.quant().bits();
+            // activation rows in fours (the weight rows' codes widened once per four: QuantizedRows), the rest one
+            // at a time; the block's weight rows in spans of about WEIGHT_SPAN bytes, each span against every four
+            // activation rows while it stays in the L2 cache, so each weight byte still comes from memory once
+            int quads = pack != null ? rows / 4 * 4 : 0;
+            if (quads > 0) {
+                float[][] sbs = quadScratch(size);
+                int span = (int) Math.max(4, WEIGHT_SPAN / pack.rowBytes() / 4 * 4);
+                for (int s = from; s < to; s += span) {
+                    int end = Math.min(to, s + span);
+                    for (int a = 0; a < quads; a += 4) {
+                        for (int j = s; j + 3 < end; j += 4) {
+                            QuantizedRows.block4(pack, bits, j, inDim, xin, in.sums(), a, sbs, out, outDim);
+                        }
+                    }
+                }
+            }
             for (int j = from; j < to; j += 4) {
                 int count = Math.min(4, to - j);
-                for (int r = 0; r < rows; r++) {
+                for (int r = count == 4 ? quads : 0; r < rows; r++) {
                     if (pack != null && count == 4) {
                         QuantizedVector.matvecPacked(pack, bits, j, inDim, xin, r * inDim, in.sums(), r * groups, sb,
                                 out, r * outDim + j);
@@ -167,6 +188,16 @@ final class QuantizedMatmul {
                         outDim);
             }
         }
+    }
+
+    private float[][] quadScratch(int n) {
+        float[][] s = quadScratch.get();
+        if (s[0] == null || s[0].length < n) {
+            for (int i = 0; i < 4; i++) {
+                s[i] = new float[n];
+            }
+        }
+        return s;
     }
 
     private static float[] scratch(ThreadLocal<float[]> holder, int n) {

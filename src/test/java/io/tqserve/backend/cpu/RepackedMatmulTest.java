@@ -81,7 +81,7 @@ class RepackedMatmulTest {
             assertEquals(QuantizedVector.WIDE, fast.repacked(q), "4- and 8-bit rows in fours are repacked");
             assertEquals(false, fast.repacked(odd), "37 rows are not");
             assertFusedAndPreparedGiveTheBitsOfPlain(plain, fast, new Matrix[] {q, dense, k, other, odd}, dim,
-                    new int[] {1, 3, 6});
+                    new int[] {1, 3, 6, 9});
         }
     }
 
