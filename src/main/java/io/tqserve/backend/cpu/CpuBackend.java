@@ -19,12 +19,17 @@ public final class CpuBackend implements ComputeBackend {
 
 
     /**
-     * Activation rows one pass of {@link PackedGemm} takes: 32 rows of 2048 floats (256 KB) stay in a core's L2 while
-     * every weight group of the thread's block runs over them; more rows are more passes over the block's weights
-     * ({@code -Dtqserve.cpu.gemm-row-block}; on the loaded development machine 16, 32 and unblocked could not be
-     * told apart).
+     * Activation rows one pass of {@link PackedGemm} takes at 2048 columns: 32 rows of 2048 floats (256 KB) stay in a
+     * core's L2 while every weight group of the thread's block runs over them; wider matrices take proportionally
+     * fewer (16 at 5632 columns, never fewer than 8), so the pass's activations still fit a 512 KB L2; more rows are
+     * more passes over the block's weights ({@code -Dtqserve.cpu.gemm-row-block}).
      */
     static final int GEMM_ROW_BLOCK = Integer.getInteger("tqserve.cpu.gemm-row-block", 32);
+
+    /** {@link #GEMM_ROW_BLOCK} scaled to n columns: a multiple of 4, at least 8. */
+    static int gemmRowBlock(int n) {
+        return Math.max(Math.min(8, GEMM_ROW_BLOCK), Math.min(GEMM_ROW_BLOCK, GEMM_ROW_BLOCK * 3072 / n / 4 * 4));
+    }
 
     private final Kernels kernels;
     private final KernelPool pool;
@@ -172,8 +177,9 @@ public final class CpuBackend implements ComputeBackend {
         if (pack != null) {
             // matrix-matrix on the packed copy: one pass over the block's weights per block of activation rows
             // (PackedGemm); the blocks keep a prefill's activations in L2 while a group's tiles run over them
-            for (int r0 = 0; r0 < rows; r0 += GEMM_ROW_BLOCK) {
-                int rb = Math.min(GEMM_ROW_BLOCK, rows - r0);
+            int rowBlock = gemmRowBlock(inDim);
+            for (int r0 = 0; r0 < rows; r0 += rowBlock) {
+                int rb = Math.min(rowBlock, rows - r0);
                 for (int j = from; j < to; j += 4) {
                     PackedGemm.group(pack, 2L * j * inDim, inDim, x, r0 * inDim, rb, out, r0 * outDim + j, outDim);
                 }

@@ -12,25 +12,25 @@ import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * The multi-row kernels on the packed bf16 copy ({@link PackedGemm}): every output has the bits the one-row decode
- * kernel gives its activation row alone (batch invariance), on both paths (direct packed tiles, widened rows with
- * float tiles), and stays within float reordering error of the scalar twin.
+ * The multi-row kernels on the packed bf16 copy ({@link PackedGemm}, {@link PackedTiles}): every output has the bits
+ * the one-row decode kernel gives its activation row alone (batch invariance), for every tile and column block size,
+ * and stays within float reordering error of the scalar twin.
  */
 class PackedGemmTest {
     static final int L = VectorKernels.L;
 
     /** steps: L-column steps per row (odd counts leave pack4's column-order tail). */
     @ParameterizedTest
-    @CsvSource({"1, 1", "1, 2", "2, 3", "3, 4", "3, 5", "16, 7", "5, 16", "4, 17", "2, 33"})
-    void everyTileAndPathGivesTheBitsOfTheOneRowKernel(int steps, int rows) {
+    @CsvSource({"1, 1", "1, 2", "2, 3", "3, 4", "3, 5", "16, 7", "5, 16", "4, 17", "2, 33", "9, 6"})
+    void everyTileAndBlockSizeGivesTheBitsOfTheOneRowKernel(int steps, int rows) {
         int n = steps * L;
+        int pairs = n / (2 * L);
         try (Arena arena = Arena.ofConfined()) {
             Matrix w = KernelParityTest.matrix(arena, DType.BF16, 8, n, 7L * n + rows);
             MemorySegment pack = arena.allocate(w.data().byteSize(), 64);
             VectorMatmul.pack4(w.data(), 0, pack, 0, n);
             VectorMatmul.pack4(w.data(), 8L * n, pack, 8L * n, n);
             float[] x = KernelParityTest.random(3 + rows * n, 5L * rows + n, 1f);
-            float[] wide = new float[4 * n];
             for (int g = 0; g < 2; g++) {
                 long base = 8L * n * g;
                 // reference: the decode kernel, one activation row at a time
@@ -38,45 +38,41 @@ class PackedGemmTest {
                 for (int r = 0; r < rows; r++) {
                     VectorMatmul.matvec4Packed(pack, base, n, x, 3 + r * n, ref, 4 * r);
                 }
-                float[] direct = new float[rows * 4];
-                float[] widened = new float[rows * 4];
-                PackedGemm.group(pack, base, n, x, 3, rows, direct, 0, 4);
-                PackedGemm.unpack4(pack, base, n, wide, 0);
-                for (int r = 0; r < rows; r += 4) {
-                    KernelParityTest.VEC.tile(wide, 0, 4, x, 3 + r * n, Math.min(4, rows - r), n, widened, 4 * r, 4);
-                }
                 float[] twin = new float[rows * 4];
                 float[] rowsOfW = new float[4 * n];
                 for (int q = 0; q < 4; q++) {
                     KernelParityTest.SCA.decodeRow(w, 4 * g + q, rowsOfW, q * n);
                 }
-                assertEquals(java.util.Arrays.toString(rowsOfW), java.util.Arrays.toString(wide),
-                        "unpack4 restores the rows' floats exactly");
                 for (int r = 0; r < rows; r++) {
                     KernelParityTest.SCA.tile(rowsOfW, 0, 4, x, 3 + r * n, 1, n, twin, 4 * r, 0);
                 }
-                for (int i = 0; i < ref.length; i++) {
-                    String at = "group " + g + " row " + i / 4 + " out " + i % 4;
-                    assertEquals(Float.floatToIntBits(ref[i]), Float.floatToIntBits(direct[i]), "group(): " + at);
-                    assertEquals(Float.floatToIntBits(ref[i]), Float.floatToIntBits(widened[i]), "widened: " + at);
-                    assertEquals(twin[i], ref[i], KernelParityTest.tol(n, 2f), "scalar twin: " + at);
+                for (int block : new int[] {1, 2, 3, PackedGemm.K_BLOCK_PAIRS}) {
+                    float[] got = new float[rows * 4 + 5];
+                    PackedGemm.group(pack, base, n, x, 3, rows, got, 1, 4, block);
+                    for (int i = 0; i < ref.length; i++) {
+                        String at = "group " + g + " block " + block + " row " + i / 4 + " out " + i % 4;
+                        assertEquals(Float.floatToIntBits(ref[i]), Float.floatToIntBits(got[1 + i]), at);
+                        assertEquals(twin[i], ref[i], KernelParityTest.tol(n, 2f), "scalar twin: " + at);
+                    }
                 }
-                if (rows >= 4) { // the 4x4, 4x2 and 2x4 packed tiles on their own, whichever group() picks here
-                    float[] t4 = new float[16];
-                    float[] t2 = new float[8];
-                    PackedGemm.tile4x4Packed(pack, base, n, x, 3, t4, 0, 4);
-                    PackedGemm.tile4x2Packed(pack, base, n, x, 3 + 2 * n, t2, 0, 4);
-                    for (int i = 0; i < 16; i++) {
-                        assertEquals(Float.floatToIntBits(ref[i]), Float.floatToIntBits(t4[i]), "4x4 tile " + i);
+                // each tile on its own, in two column blocks, whichever group() picks on this machine
+                int[] widths = rows >= 4 ? new int[] {4, 2, 1} : rows >= 2 ? new int[] {2, 1} : new int[] {1};
+                for (int width : widths) {
+                    float[] acc = new float[width * 4 * L];
+                    int mid = pairs / 2;
+                    for (int[] span : new int[][] {{0, mid}, {mid, pairs}}) {
+                        switch (width) {
+                            case 4 -> PackedTiles.tile4x4(pack, base, n, x, 3, span[0], span[1], acc, 0);
+                            case 2 -> PackedTiles.tile4x2(pack, base, n, x, 3, span[0], span[1], acc, 0);
+                            default -> PackedTiles.tile4x1(pack, base, x, 3, span[0], span[1], acc, 0);
+                        }
                     }
-                    for (int i = 0; i < 8; i++) {
-                        assertEquals(Float.floatToIntBits(ref[8 + i]), Float.floatToIntBits(t2[i]), "4x2 tile " + i);
+                    if (n % (2 * L) != 0) {
+                        PackedTiles.tail(pack, base, n, x, 3, width, acc);
                     }
-                    float[] t24 = new float[16];
-                    PackedGemm.tile2x4Packed(pack, base, 0, n, x, 3, t24, 0, 4);
-                    PackedGemm.tile2x4Packed(pack, base, 2, n, x, 3, t24, 0, 4);
-                    for (int i = 0; i < 16; i++) {
-                        assertEquals(Float.floatToIntBits(ref[i]), Float.floatToIntBits(t24[i]), "2x4 tiles " + i);
+                    for (int i = 0; i < 4 * width; i++) {
+                        assertEquals(Float.floatToIntBits(ref[i]), Float.floatToIntBits(
+                                VectorKernels.sumLanes(acc, i * L)), "4x" + width + " tile, output " + i);
                     }
                 }
             }
@@ -85,7 +81,7 @@ class PackedGemmTest {
 
     /**
      * Through the backend: a batch of rows on the prepared (packed) matrices gives each row the bits it gets alone,
-     * across the direct/widened threshold and the activation row blocks ({@link CpuBackend#GEMM_ROW_BLOCK}).
+     * across the tile widths and the activation row blocks ({@link CpuBackend#gemmRowBlock}).
      */
     @ParameterizedTest
     @ValueSource(ints = {2, 5, 16, 17, 33, 70})
