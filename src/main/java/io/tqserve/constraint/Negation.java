@@ -51,6 +51,8 @@ final class Negation {
     private final String at;
     private int depth;
     private int steps;
+    /** Set by a keyword's negation when {@code m} (as kept in this map) satisfies it whatever follows. */
+    private Map<String, Object> covered;
 
     private Negation(Function<String, Object> resolve, String at) {
         this.resolve = resolve;
@@ -91,6 +93,15 @@ final class Negation {
     }
 
     private List<Map<String, Object>> negate(Map<String, Object> m, Object n) {
+        Map<String, Object> outer = covered; // a caller's finding survives this nested negation
+        try {
+            return negateKeywords(m, n);
+        } finally {
+            covered = outer;
+        }
+    }
+
+    private List<Map<String, Object>> negateKeywords(Map<String, Object> m, Object n) {
         List<Map<String, Object>> out = new ArrayList<>();
         if (Boolean.TRUE.equals(n)) {
             return out;
@@ -112,7 +123,12 @@ final class Negation {
             return notNull == null ? out : under(notNull, k);
         }
         for (Map.Entry<String, Object> e : k.entrySet()) {
-            out.addAll(one(m, e.getKey(), e.getValue(), k));
+            covered = null;
+            List<Map<String, Object>> part = one(m, e.getKey(), e.getValue(), k);
+            if (covered != null) {
+                return List.of(covered); // m already excludes n: the union is m (each branch is m AND something)
+            }
+            out.addAll(part);
         }
         return out;
     }
@@ -146,6 +162,14 @@ final class Negation {
             case "enum", "const" -> notValues(out, m, key.equals("const") ? List.of(v) : (List<?>) listOf(v, key));
             case "required" -> {
                 for (Object name : (List<?>) listOf(v, key)) {
+                    if (onlyObjects(m) && !m.containsKey("anyOf") && !m.containsKey("oneOf")
+                            && !m.containsKey("enum") && !m.containsKey("const")
+                            && m.get("properties") instanceof Map<?, ?> && !declared(m).contains(
+                            String.valueOf(name))) {
+                        // m's object grammar never writes the member: kept absent through later conjunctions
+                        covered = conj(m, Map.of(ABSENT, List.of(String.valueOf(name))));
+                        return out;
+                    }
                     add(out, m, Map.of("type", List.of("object"), ABSENT, List.of(String.valueOf(name))));
                 }
             }
@@ -170,6 +194,11 @@ final class Negation {
                         default -> "minimum";
                     };
                     add(out, m, Map.of("type", List.of("number"), flip, v));
+                }
+            }
+            case "additionalProperties" -> {
+                if (!all.containsKey("patternProperties")) {
+                    undeclaredMember(out, m, v, all.get("properties") instanceof Map<?, ?> p ? p : Map.of());
                 }
             }
             case "not" -> add(out, m, v); // NOT NOT x = x
@@ -228,8 +257,57 @@ final class Negation {
         }
     }
 
+    /**
+     * NOT additionalProperties: objects with a member outside {@code declared} whose value fails {@code schema}
+     * (any value when it is false); the members tried are those {@code m} declares.
+     */
+    private void undeclaredMember(List<Map<String, Object>> out, Map<String, Object> m, Object schema,
+            Map<?, ?> declared) {
+        for (String name : declared(m)) {
+            if (declared.containsKey(name)) {
+                continue;
+            }
+            if (Boolean.FALSE.equals(schema)) {
+                if (requires(m, name)) {
+                    covered = m;
+                    return;
+                }
+                add(out, m, Map.of("type", List.of("object"), "required", List.of(name)));
+            } else {
+                invalidMember(out, m, name, schema);
+            }
+        }
+    }
+
+    /** The member names {@code m}'s object grammar may write: its properties and required ones. */
+    private static Set<String> declared(Map<String, Object> m) {
+        Set<String> names = new LinkedHashSet<>();
+        if (m.get("properties") instanceof Map<?, ?> p) {
+            p.keySet().forEach(n -> names.add(String.valueOf(n)));
+        }
+        if (m.get("required") instanceof List<?> r) {
+            r.forEach(n -> names.add(String.valueOf(n)));
+        }
+        return names;
+    }
+
+    /** Whether every instance of {@code m} is an object with member {@code name}. */
+    private static boolean requires(Map<String, Object> m, String name) {
+        return m.get("required") instanceof List<?> r && r.contains(name) && onlyObjects(m);
+    }
+
+    private static boolean onlyObjects(Map<String, Object> m) {
+        return m.containsKey("type") && SchemaKeywords.typeSet(m.get("type")).equals(Set.of("object"))
+                && !Boolean.TRUE.equals(m.get("nullable"));
+    }
+
     /** Objects having member {@code name} with a value that fails {@code schema}. */
     private void invalidMember(List<Map<String, Object>> out, Map<String, Object> m, String name, Object schema) {
+        if (requires(m, name) && m.get("properties") instanceof Map<?, ?> p && p.containsKey(name)
+                && disjoint(p.get(name), schema)) {
+            covered = m; // m's value of name never satisfies schema
+            return;
+        }
         List<Map<String, Object>> bad = under(new LinkedHashMap<>(), schema);
         if (bad.isEmpty()) {
             return;
@@ -253,6 +331,50 @@ final class Negation {
         } else if (key.equals(max) && n >= 0 && n < Integer.MAX_VALUE) {
             add(out, m, Map.of("type", List.of(type), min, n + 1));
         }
+    }
+
+    /** Whether no value satisfies both schemas, as far as their constants and types tell. */
+    private static boolean disjoint(Object a, Object b) {
+        if (OneOfCheck.disjointLiterals(a, b)) {
+            return true;
+        }
+        if (a instanceof Map<?, ?> x && b instanceof Map<?, ?> y) {
+            Set<String> t = typesOf(x);
+            Set<String> u = typesOf(y);
+            if (t != null && u != null) {
+                for (String s : t) {
+                    if (u.contains(s) || s.equals("integer") && u.contains("number")
+                            || s.equals("number") && u.contains("integer")) {
+                        return false;
+                    }
+                }
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** The types a schema's values may have, from type, const or enum; null when unknown. */
+    private static Set<String> typesOf(Map<?, ?> m) {
+        if (m.containsKey("$ref") || m.containsKey("allOf") || m.containsKey("anyOf") || m.containsKey("oneOf")) {
+            return null;
+        }
+        if (m.containsKey("type")) {
+            Set<String> t = new LinkedHashSet<>(SchemaKeywords.typeSet(m.get("type")));
+            if (Boolean.TRUE.equals(m.get("nullable"))) {
+                t.add("null");
+            }
+            return t;
+        }
+        Set<String> t = new LinkedHashSet<>();
+        if (m.containsKey("const")) {
+            t.add(SchemaKeywords.typeOf(m.get("const")));
+        } else if (m.get("enum") instanceof List<?> l) {
+            l.forEach(x -> t.add(SchemaKeywords.typeOf(x)));
+        } else {
+            return null;
+        }
+        return t;
     }
 
     private static Object listOf(Object v, String key) {
@@ -298,6 +420,33 @@ final class Negation {
         Automaton union = parts.size() == 1 ? parts.getFirst() : Automaton.union(parts);
         return parts.size() == 1 ? union : EcmaRegex.determinize(union, limits.maxLexemeStates(),
                 "the strings not allowed at " + at, "not");
+    }
+
+    /**
+     * Which (enum) values {@code m}'s internal keywords rule out: a string it lists or in which one of its patterns
+     * finds a match (a string with characters outside the Basic Multilingual Plane, which the automata do not
+     * read, is ruled out too), an object with a member it keeps absent. Checked on the values themselves: no
+     * automaton of the complement is needed to filter a list.
+     */
+    static java.util.function.Predicate<Object> excluded(Map<?, ?> m, String at, ConstraintLimits limits) {
+        List<?> strings = list(m.get(NOT_STRINGS), at);
+        List<Automaton> patterns = new ArrayList<>();
+        for (Object p : list(m.get(NOT_PATTERNS), at)) {
+            patterns.add(EcmaRegex.search(String.valueOf(p), limits.maxLexemeStates()));
+        }
+        Set<String> absent = absent(m, at);
+        return v -> {
+            if (v instanceof String s) {
+                if (strings.contains(s)) {
+                    return true;
+                }
+                if (!patterns.isEmpty() && s.chars().anyMatch(c -> Character.isSurrogate((char) c))) {
+                    return true;
+                }
+                return patterns.stream().anyMatch(a -> a.run(s));
+            }
+            return v instanceof Map<?, ?> o && absent.stream().anyMatch(o::containsKey);
+        };
     }
 
     /** The member names {@link #ABSENT} in {@code m} rules out. */

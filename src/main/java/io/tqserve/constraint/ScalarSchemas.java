@@ -66,8 +66,8 @@ final class ScalarSchemas {
         }
         if (excluded != null) {
             // not (pattern or enum): the strings outside the excluded ones (a complement of a DFA stays small)
-            chars = (chars == null ? EcmaRegex.anyString() : chars).intersection(excluded.complement());
-            chars.determinize();
+            chars = EcmaRegex.determinize((chars == null ? EcmaRegex.anyString() : chars).intersection(
+                    excluded.complement()), limits.maxLexemeStates(), "the automaton of not", "not");
             keyword = format == null && pattern == null ? "not" : keyword;
             name = (name.isEmpty() ? "" : name + ", ") + "not";
         }

@@ -301,6 +301,7 @@ public final class SchemaCompiler {
         }
         Set<String> types = SchemaKeywords.types(m, at);
         java.util.function.Predicate<String> others = others(m, at);
+        java.util.function.Predicate<Object> excluded = Negation.excluded(m, at, limits);
         List<byte[]> texts = new ArrayList<>();
         Set<String> seen = new HashSet<>();
         long total = 0;
@@ -310,7 +311,7 @@ public final class SchemaCompiler {
                 continue;
             }
             String s = Literals.json(v);
-            if (seen.add(s) && others.test(s)) {
+            if (seen.add(s) && !excluded.test(v) && others.test(s)) {
                 byte[] b = s.getBytes(StandardCharsets.UTF_8);
                 total += b.length;
                 if (total > limits.maxEnumBytes()) {
@@ -337,7 +338,7 @@ public final class SchemaCompiler {
      */
     private java.util.function.Predicate<String> others(Map<String, Object> m, String at) {
         Map<String, Object> rest = new LinkedHashMap<>(m);
-        for (String k : List.of("enum", "const", "type", "nullable")) {
+        for (String k : List.of("enum", "const", "type", "nullable", Negation.NOT_STRINGS, Negation.NOT_PATTERNS)) {
             rest.remove(k);
         }
         if (rest.isEmpty()) {

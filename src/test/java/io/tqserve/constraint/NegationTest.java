@@ -151,6 +151,11 @@ class NegationTest {
         check("""
                 {"allOf": [{"enum": [1, "a", null]}, {"not": {"type": "string"}}]}""",
                 List.of("1", "null"), List.of("\"a\"", "2"));
+        // enum values are filtered on the values themselves: strings by the patterns, objects by their members
+        check("""
+                {"enum": ["a1", "b", "c\ud83d\ude00", {"x": 1}, {"y": 1}], "not": {"anyOf": [
+                  {"type": "string", "pattern": "[0-9]"}, {"type": "object", "required": ["x"]}]}}""",
+                List.of("\"b\"", "{\"y\":1}"), List.of("\"a1\"", "{\"x\":1}"));
         // a keyword of one type holds for the other types: NOT multipleOf is numbers only (none kept here)
         check("""
                 {"not": {"type": "integer", "multipleOf": 2}}""", List.of("\"x\"", "null"), List.of("4", "4.0"));
@@ -201,6 +206,42 @@ class NegationTest {
                 {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
                  "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}""",
                 List.of("{\"a\": 1}", "{\"b\": 1}"), List.of("{\"a\": 1, \"b\": 1}", "{}"));
+    }
+
+    @Test
+    void closedObjectsInOneOfAreTellApartByTheirMembers() {
+        // {} matches both branches; a member the other branch does not declare makes it fail there
+        check("""
+                {"type": "object", "oneOf": [
+                  {"additionalProperties": false, "properties": {"key": {"type": "string", "maxLength": 4}}},
+                  {"additionalProperties": false, "properties": {"keys": {"type": "array"}}}]}""",
+                List.of("{\"key\": \"ab\"}", "{\"keys\": []}"),
+                List.of("{}", "{\"key\": \"ab\", \"keys\": []}", "{\"key\": 1}"));
+        // discriminated by a required constant: each branch already excludes the others, compiled as is
+        check("""
+                {"oneOf": [
+                  {"type": "object", "properties": {"t": {"const": "a"}, "n": {"type": "integer"}},
+                   "required": ["t"]},
+                  {"type": "object", "properties": {"t": {"const": "b"}, "n": {"type": "string"}},
+                   "required": ["t"]},
+                  {"type": "object", "properties": {"t": {"enum": ["c", "d"]}}, "required": ["t"]}]}""",
+                List.of("{\"t\": \"a\", \"n\": 1}", "{\"t\": \"b\"}", "{\"t\": \"d\"}"),
+                List.of("{\"t\": \"a\", \"n\": \"x\"}", "{\"t\": \"e\"}", "{}"));
+    }
+
+    @Test
+    void aMemberKeptAbsentStaysAbsentThroughLaterConjunctions() {
+        // y is never written (not declared); x must then be present with a non-integer value
+        check("""
+                {"type": "object", "properties": {"a": {}, "x": {}},
+                 "not": {"anyOf": [{"required": ["y"]}, {"properties": {"x": {"type": "integer"}}}]}}""",
+                List.of("{\"x\": \"s\"}", "{\"a\": 1, \"x\": \"s\"}"),
+                List.of("{}", "{\"x\": 1}", "{\"a\": 1}"));
+        // here x must be absent (required) and present (properties): nothing is left
+        assertThatThrownBy(() -> SchemaCompiler.compile(schema("""
+                {"type": "object", "properties": {"a": {}},
+                 "not": {"anyOf": [{"required": ["x"]}, {"properties": {"x": {"type": "integer"}}}]}}""")))
+                .hasMessageContaining("no JSON document satisfies the schema");
     }
 
     @Test
