@@ -65,6 +65,14 @@ public class MatmulBenchmark {
     @Param({"false", "true"})
     public boolean int8;
 
+    /**
+     * The one-row kernel on the repacked layout ({@link MatvecChoice}, {@code -Dtqserve.cpu.matvec-bits}): {@code auto}
+     * calibrates during the warm-up; {@code -p matvecBits=512,256} compares the two implementations on a 512-bit
+     * machine.
+     */
+    @Param({"auto"})
+    public String matvecBits;
+
     private Arena arena;
     private CpuBackend backend;
     private Matrix w;
@@ -86,6 +94,7 @@ public class MatmulBenchmark {
         }
         out = new float[rows * outDim];
         boolean vector = !"false".equalsIgnoreCase(System.getProperty(CpuBackend.VECTOR_PROPERTY, "true"));
+        System.setProperty(MatvecChoice.PROPERTY, matvecBits);
         backend = new CpuBackend(vector ? new VectorKernels() : new ScalarKernels(), 1, "bench", int8);
         if (layout.equals("repacked")) {
             backend.prepare(java.util.List.of(w));
