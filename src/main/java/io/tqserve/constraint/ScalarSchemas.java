@@ -122,23 +122,34 @@ final class ScalarSchemas {
     static final Lexeme NUMBER_LEXEME = JsonLexemes.of("number", NUMBER, 1000, "type");
 
     static Node integer(Map<?, ?> m, String at, ConstraintLimits limits) {
+        Automaton a;
         if (!m.containsKey("minimum") && !m.containsKey("maximum") && !m.containsKey("exclusiveMinimum")
                 && !m.containsKey("exclusiveMaximum") && !"int32".equals(m.get("format"))) {
             if (m.get("format") != null && !"int64".equals(m.get("format"))) {
                 throw new UnsupportedSchemaException("format", "integer format '" + m.get("format") + "' (at " + at
                         + ") is not supported (supported: int32, int64)");
             }
-            return new Lex(INTEGER_LEXEME, 0, -1);
+            if (!m.containsKey("multipleOf")) {
+                return new Lex(INTEGER_LEXEME, 0, -1);
+            }
+            a = INTEGER.clone();
+        } else {
+            a = Scalars.integer(m, at);
         }
-        return new Lex(JsonLexemes.of("integer range", Scalars.integer(m, at), limits.maxLexemeStates(),
-                "minimum"), 0, -1);
+        String keyword = "minimum";
+        if (m.containsKey("multipleOf")) {
+            a = a.intersection(NumberRanges.multipleOf(m.get("multipleOf"), at, limits.maxLexemeStates()));
+            keyword = "multipleOf";
+        }
+        return new Lex(JsonLexemes.of("integer range", a, limits.maxLexemeStates(), keyword), 0, -1);
     }
 
     static Node number(Map<?, ?> m, String at, ConstraintLimits limits) {
-        Automaton a = Scalars.number(m, at);
+        Automaton a = Scalars.number(m, at, limits.maxLexemeStates());
         if (a == null) {
             return new Lex(NUMBER_LEXEME, 0, -1);
         }
-        return new Lex(JsonLexemes.of("number range", a, limits.maxLexemeStates(), "minimum"), 0, -1);
+        return new Lex(JsonLexemes.of("number range", a, limits.maxLexemeStates(),
+                m.containsKey("multipleOf") ? "multipleOf" : "minimum"), 0, -1);
     }
 }

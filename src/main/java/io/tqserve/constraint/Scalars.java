@@ -176,53 +176,16 @@ final class Scalars {
     }
 
     /**
-     * Numbers: unbounded, or with integral non-negative bounds (a minimum, or a minimum and a maximum), which cover
-     * the common cases (a price, a score from 0 to 10); other bounds are refused.
+     * Numbers: null when unbounded (the plain JSON number lexeme), else the texts satisfying the bounds and {@code
+     * multipleOf} ({@link NumberRanges}).
      */
-    static Automaton number(Map<?, ?> m, String at) {
+    static Automaton number(Map<?, ?> m, String at, int maxStates) {
         Object format = m.get("format");
         if (format != null && !"float".equals(format) && !"double".equals(format)) {
             throw new UnsupportedSchemaException("format", "number format '" + format + "' (at " + at
                     + ") is not supported (supported: float, double)");
         }
-        for (String k : new String[] {"exclusiveMinimum", "exclusiveMaximum"}) {
-            if (m.containsKey(k)) {
-                throw SchemaCompiler.unsupported(k, at);
-            }
-        }
-        boolean hasMin = m.containsKey("minimum");
-        boolean hasMax = m.containsKey("maximum");
-        if (!hasMin && !hasMax) {
-            return null; // unbounded: the plain JSON number lexeme
-        }
-        if (!hasMin) {
-            throw new UnsupportedSchemaException("maximum", "a number maximum without a minimum (at " + at
-                    + ") is not supported; give a non-negative integral minimum too");
-        }
-        BigDecimal min = SchemaCompiler.decimal(m.get("minimum"), "minimum", at);
-        if (min.signum() < 0 || min.stripTrailingZeros().scale() > 0) {
-            throw new UnsupportedSchemaException("minimum", "a number minimum (at " + at
-                    + ") must be a non-negative integer to be enforced");
-        }
-        Automaton fraction = seq(Automaton.makeChar('.'),
-                digits(1, MAX_FRACTION_DIGITS)).optional();
-        long lo = bound(min, RoundingMode.CEILING);
-        if (!hasMax) {
-            Automaton a = integerRange(lo, MAX_15_DIGITS).concatenate(fraction);
-            a.minimize();
-            return a;
-        }
-        BigDecimal max = SchemaCompiler.decimal(m.get("maximum"), "maximum", at);
-        if (max.stripTrailingZeros().scale() > 0 || max.compareTo(min) < 0) {
-            throw new UnsupportedSchemaException("maximum", "a number maximum (at " + at
-                    + ") must be an integer not below the minimum to be enforced");
-        }
-        long hi = bound(max, RoundingMode.FLOOR);
-        Automaton top = seq(integerRange(hi, hi), seq(Automaton.makeChar('.'),
-                Automaton.makeChar('0').repeat(1, MAX_FRACTION_DIGITS)).optional());
-        Automaton a = hi > lo ? integerRange(lo, hi - 1).concatenate(fraction).union(top) : top;
-        a.minimize();
-        return a;
+        return NumberRanges.constrains(m) ? NumberRanges.number(m, at, maxStates) : null;
     }
 
     /** A non-negative integer keyword, or {@code def} when absent. */

@@ -373,7 +373,7 @@ public final class SchemaCompiler {
                     || m.containsKey("format") || m.containsKey(Negation.NOT_STRINGS)
                     || m.containsKey(Negation.NOT_PATTERNS)) {
                 types.add("string");
-            } else if (m.containsKey("minimum") || m.containsKey("maximum")) {
+            } else if (NumberRanges.constrains(m)) {
                 types.add("number");
             } else {
                 return null;

@@ -23,10 +23,10 @@ final class SchemaKeywords {
     static final Set<String> KNOWN = Set.of("type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref",
             "properties", "required", "additionalProperties", "items", "minItems", "maxItems", "uniqueItems",
             "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "format",
-            "nullable", "pattern", "prefixItems", "additionalItems", "not", Negation.ABSENT, Negation.NOT_STRINGS,
-            Negation.NOT_PATTERNS);
+            "multipleOf", "nullable", "pattern", "prefixItems", "additionalItems", "not", Negation.ABSENT,
+            Negation.NOT_STRINGS, Negation.NOT_PATTERNS);
     /** Validation keywords (drafts 3 to 2020-12) that are not enforced: a schema using one is refused. */
-    static final Set<String> REFUSED = Set.of("multipleOf", "maxContains", "minContains", "dependentRequired",
+    static final Set<String> REFUSED = Set.of("maxContains", "minContains", "dependentRequired",
             "if", "dependentSchemas", "contains", "patternProperties", "propertyNames",
             "unevaluatedItems", "unevaluatedProperties", "$dynamicRef", "$recursiveRef", "dependencies", "disallow",
             "extends", "divisibleBy", "$anchor", "$dynamicAnchor", "$recursiveAnchor", "contentEncoding",

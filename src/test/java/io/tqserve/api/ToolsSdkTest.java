@@ -211,12 +211,12 @@ class ToolsSdkTest extends ServingTestContext {
     void unsupportedSchemaKeywordIsA400NamingIt() throws Exception {
         var r = post("/v1/chat/completions", chatBody(",\"response_format\":{\"type\":\"json_schema\","
                 + "\"json_schema\":{\"name\":\"x\",\"schema\":{\"type\":\"object\",\"properties\":"
-                + "{\"code\":{\"type\":\"integer\",\"multipleOf\":3}}}}}"));
+                + "{\"code\":{\"type\":\"integer\",\"divisibleBy\":3}}}}}"));
         assertThat(r.statusCode()).isEqualTo(400);
         JsonNode e = JSON.readTree(r.body()).get("error");
         assertThat(e.get("param").asString()).isEqualTo("response_format");
         assertThat(e.get("code").asString()).isEqualTo("unsupported_schema");
-        assertThat(e.get("message").asString()).contains("'multipleOf'").contains("#/properties/code");
+        assertThat(e.get("message").asString()).contains("'divisibleBy'").contains("#/properties/code");
         var tool = post("/v1/chat/completions", chatBody(60, ",\"tools\":[{\"type\":\"function\",\"function\":"
                 + "{\"name\":\"f\",\"parameters\":{\"type\":\"object\",\"minProperties\":1}}}],"
                 + "\"tool_choice\":\"required\""));

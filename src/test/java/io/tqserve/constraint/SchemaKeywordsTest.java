@@ -97,7 +97,7 @@ class SchemaKeywordsTest {
         Map<String, String> refused = Map.of(
                 "{\"if\": {\"type\": \"string\"}, \"then\": {\"minLength\": 1}}", "if",
                 "{\"type\": \"object\", \"patternProperties\": {\"^a\": {}}}", "patternProperties",
-                "{\"type\": \"number\", \"multipleOf\": 2}", "multipleOf",
+                "{\"type\": \"number\", \"divisibleBy\": 2}", "divisibleBy",
                 "{\"type\": \"object\", \"properties\": {\"a\": {}}, \"minProperties\": 1}", "minProperties",
                 "{\"type\": \"object\", \"maxProperties\": 1}", "maxProperties",
                 "{\"type\": \"object\", \"dependencies\": {\"a\": [\"b\"]}}", "dependencies",
