@@ -205,8 +205,8 @@ public final class CpuBackend implements ComputeBackend {
      * matrix whose rows come in fours and whose width is a multiple of the vector length, its rows interleaved four
      * at a time ({@link VectorMatmul#pack4}): the decode kernel then reads one contiguous stream per thread rather
      * than four streams a row apart, which the hardware prefetchers follow better. Quantized matrices the Vector API
-     * kernels read (4 and 8 bits, rows in fours) get the same treatment, their scales and biases widened to floats
-     * beside them ({@link QuantizedPack}); their kernels read the copy for every batch size. The copy lives
+     * kernels read (4 and 8 bits, rows in fours) get the same treatment, their scales and biases beside them (bf16 as
+     * stored, f16 and f32 as floats: {@link QuantizedPack}); their kernels read the copy for every batch size. The copy lives
      * off-heap beside the memory-mapped file (prefill and embedding lookups still read the file) and is freed with
      * the matrix.
      */
@@ -227,8 +227,8 @@ public final class CpuBackend implements ComputeBackend {
                 if (!quantized.fast(m)) {
                     continue;
                 }
-                QuantizedPack dst = QuantizedPack.allocate(m, Arena.ofAuto());
                 boolean int8 = quantized.int8(m);
+                QuantizedPack dst = QuantizedPack.allocate(m, Arena.ofAuto(), int8);
                 pool.parallelFor(parts, p -> QuantizedPack.pack(m, dst, (int) ((long) groups * p / parts),
                         (int) ((long) groups * (p + 1) / parts), int8));
                 qpacked.put(m, dst);
