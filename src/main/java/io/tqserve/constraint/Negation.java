@@ -46,11 +46,14 @@ final class Negation {
     private static final int MAX_DEPTH = 32;
     /** Most schemas negated within one negation (recursive $refs under oneOf could otherwise fan out). */
     private static final int MAX_STEPS = 4096;
+    /** Most levels of members whose values a negation looks into (a failing member of a failing member ...). */
+    private static final int MAX_MEMBER_DEPTH = 3;
 
     private final Function<String, Object> resolve;
     private final String at;
     private int depth;
     private int steps;
+    private int members;
     /** Set by a keyword's negation when {@code m} (as kept in this map) satisfies it whatever follows. */
     private Map<String, Object> covered;
 
@@ -308,7 +311,16 @@ final class Negation {
             covered = m; // m's value of name never satisfies schema
             return;
         }
-        List<Map<String, Object>> bad = under(new LinkedHashMap<>(), schema);
+        if (members >= MAX_MEMBER_DEPTH) {
+            return; // deeper members (a recursive schema's) are not negated: narrower, never looser
+        }
+        List<Map<String, Object>> bad;
+        members++;
+        try {
+            bad = under(new LinkedHashMap<>(), schema);
+        } finally {
+            members--;
+        }
         if (bad.isEmpty()) {
             return;
         }

@@ -165,8 +165,8 @@ public final class SchemaCompiler {
                     b.add(value(branch, at + "/" + combinator + "/" + i));
                 }
                 if (combinator.equals("oneOf")) {
-                    b = OneOfCheck.exclusive(b, list, (i, others) -> value(OneOfCheck.only(rest, list.get(i),
-                            others), at + "/oneOf/" + i));
+                    b = OneOfCheck.exclusive(b, list, (i, others) -> exclusiveBranch(rest, list.get(i), others,
+                            at + "/oneOf/" + i));
                 }
                 return alt(at, b.toArray(Node[]::new));
             }
@@ -176,6 +176,29 @@ public final class SchemaCompiler {
         }
         Node typed = typed(m, at);
         return typed == null ? anyValue() : typed;
+    }
+
+    /**
+     * A oneOf branch AND NOT the branches it may overlap. A branch that is only a {@code $ref} becomes a rule
+     * shared by every oneOf excluding the same others from it, so a recursive schema stays a finite grammar.
+     */
+    private Node exclusiveBranch(Map<String, Object> rest, Object branch, List<Object> others, String at) {
+        if (!rest.isEmpty() || !(branch instanceof Map<?, ?> raw)) {
+            return value(OneOfCheck.only(rest, branch, others), at);
+        }
+        Map<String, Object> m = SchemaKeywords.normalize(raw, at);
+        if (m.size() != 1 || !m.containsKey("$ref")) {
+            return value(OneOfCheck.only(rest, branch, others), at);
+        }
+        String key = "oneOf " + m.get("$ref") + " and not " + Literals.json(others);
+        Rule r = rules.get(key);
+        if (r != null) {
+            return r;
+        }
+        r = count(new Rule(key), at);
+        rules.put(key, r);
+        r.body = value(OneOfCheck.only(rest, branch, others), at);
+        return r;
     }
 
     /** {@code m} with its {@code not} as the union of positive schemas ({@link Negation}). */

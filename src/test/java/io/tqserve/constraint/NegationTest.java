@@ -245,6 +245,23 @@ class NegationTest {
     }
 
     @Test
+    void recursiveOneOfBranchesStayAFiniteGrammar() {
+        // {"v": 1} is both a node and a leaf: in neither; the node branch is a rule shared by every level
+        check("""
+                {"$defs": {
+                  "node": {"type": "object", "additionalProperties": false, "required": ["v"],
+                    "properties": {"v": {"type": "integer"}, "kids": {"type": "array",
+                      "items": {"oneOf": [{"$ref": "#/$defs/node"}, {"$ref": "#/$defs/leaf"}]}}}},
+                  "leaf": {"type": "object", "additionalProperties": false, "required": ["v"],
+                    "properties": {"v": {"type": "integer"}, "tag": {"type": "string"}}}},
+                 "$ref": "#/$defs/node"}""",
+                List.of("{\"v\": 1, \"kids\": [{\"v\": 2, \"kids\": []}, {\"v\": 3, \"tag\": \"a\"}]}",
+                        "{\"v\": 1}"),
+                List.of("{\"v\": 1, \"kids\": [{\"v\": 2}]}",
+                        "{\"v\": 1, \"kids\": [{\"v\": 2, \"kids\": [{\"v\": 3}]}]}"));
+    }
+
+    @Test
     void oneOfWithAnEqualBranchHasNoDocument() {
         assertThatThrownBy(() -> SchemaCompiler.compile(schema("""
                 {"oneOf": [{"type": "string"}, {"type": "string"}]}""")))
