@@ -269,6 +269,7 @@ final class Closing {
                 int item = nodeTokens.computeIfAbsent(r.item, x -> suffixCounts(Grammar.minText(x, maxBytes))[0]);
                 yield add(item, d == 0 ? 0 : periodicTokens(r, period(r), d));
             }
+            case AnyOrder m -> suffixCounts(m.closing(k.pos, k.count, maxBytes))[0];
             default -> throw new IllegalStateException();
         };
     }
@@ -344,6 +345,7 @@ final class Closing {
                         o.writeBytes(p);
                     }
                 }
+                case AnyOrder m -> o.writeBytes(m.closing(k.pos, k.count, maxBytes));
                 default -> throw new IllegalStateException();
             }
             if (o.size() > maxBytes) {

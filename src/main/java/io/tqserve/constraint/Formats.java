@@ -64,14 +64,20 @@ final class Formats {
     private Formats() {
     }
 
-    /** The strings of {@code format}, or null if it is not supported. */
+    /** The minimal automata of the formats, built once (a uri's takes some 100 ms): callers get copies. */
+    private static final java.util.concurrent.ConcurrentHashMap<String, Automaton> BUILT =
+            new java.util.concurrent.ConcurrentHashMap<>();
+
+    /** The strings of {@code format} (a copy the caller may change), or null if it is not supported. */
     static Automaton chars(String format) {
         String re = REGEX.get(format);
         if (re == null) {
             return null;
         }
-        Automaton a = new RegExp(re, RegExp.NONE).toAutomaton();
-        a.minimize();
-        return a;
+        return BUILT.computeIfAbsent(format, f -> {
+            Automaton a = new RegExp(re, RegExp.NONE).toAutomaton();
+            a.minimize();
+            return a;
+        }).clone();
     }
 }

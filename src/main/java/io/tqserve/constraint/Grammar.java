@@ -23,7 +23,7 @@ public final class Grammar {
     static final long INF = Long.MAX_VALUE / 4;
 
     /** A node of the grammar. {@link #minLen} is the length of its shortest text, set when a grammar is built. */
-    abstract static sealed class Node permits Lit, Lex, Seq, Alt, Rule, Rep {
+    abstract static sealed class Node permits Lit, Lex, Seq, Alt, Rule, Rep, AnyOrder {
         long minLen = -1;
         /** Shortest text, set lazily (bounded by the limits' closing bytes). */
         volatile byte[] minText;
@@ -303,6 +303,7 @@ public final class Grammar {
             case Alt a -> a.options;
             case Rule r -> new Node[] {r.body};
             case Rep r -> r.sep == null ? new Node[] {r.item} : new Node[] {r.item, r.sep};
+            case AnyOrder m -> m.children();
         };
     }
 
@@ -344,6 +345,7 @@ public final class Grammar {
             case Rule r -> r.body == null ? INF : r.body.minLen;
             case Rep r -> r.min == 0 ? 0 : add(mul(r.item.minLen, r.min),
                     r.sep == null ? 0 : mul(r.sep.minLen, r.min - 1L));
+            case AnyOrder m -> m.shortest();
         };
     }
 
@@ -480,6 +482,9 @@ public final class Grammar {
                 case Lit l -> {
                     return "schema";
                 }
+                case AnyOrder m -> {
+                    return "required";
+                }
             }
         }
         return "schema";
@@ -529,6 +534,7 @@ public final class Grammar {
                     writeMin(r.item, out, depth + 1);
                 }
             }
+            case AnyOrder m -> m.writeMin(x -> writeMin(x, out, depth + 1));
         }
     }
 }

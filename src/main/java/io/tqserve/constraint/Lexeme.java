@@ -61,6 +61,18 @@ abstract class Lexeme {
     abstract long bytes();
 
     /**
+     * A lexeme that reads on from {@code state} exactly as this one does, for sharing cached masks across lexemes
+     * (this one when there is none); {@link #sharedState} is the state there.
+     */
+    Lexeme sharedLexeme(int state) {
+        return this;
+    }
+
+    int sharedState(int state) {
+        return state;
+    }
+
+    /**
      * The shortest bytes from {@code state} to an accepting state (counted lexemes: to the end of the current unit;
      * from the start state, a whole shortest unit), the lexicographically smallest of them. All states' answers
      * come from one breadth-first search backwards from the accepting states ({@link #distances()}), so the cost is

@@ -87,7 +87,9 @@ final class LexemeMasks {
     }
 
     /** The entry of a lexeme state, built (its trie walk charged to {@code budget}) when not cached. */
-    Entry entry(Lexeme x, int state, long[] follow, MaskBudget budget) {
+    Entry entry(Lexeme lexeme, int at, long[] follow, MaskBudget budget) {
+        Lexeme x = lexeme.sharedLexeme(at); // lexemes with a common part share its entries
+        int state = lexeme.sharedState(at);
         Key key = new Key(x, state, follow[0], follow[1], follow[2], follow[3]);
         Entry e = map.get(key);
         if (e != null) {

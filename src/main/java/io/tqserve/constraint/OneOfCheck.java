@@ -128,6 +128,7 @@ final class OneOfCheck {
             }
             case Rule r -> r.body == null ? null : first(r.body, seen);
             case Rep r -> r.min == 0 ? null : first(r.item, seen);
+            case AnyOrder m -> null;
         };
     }
 }

@@ -139,7 +139,7 @@ final class Parser {
         return intern.size() * 96L;
     }
 
-    private Cont cont(Node node, int pos, int count, Cont next) {
+    Cont cont(Node node, int pos, int count, Cont next) {
         Cont c = new Cont(node, pos, count, next);
         Cont old = intern.putIfAbsent(c, c);
         if (old != null) {
@@ -217,6 +217,7 @@ final class Parser {
                 }
                 expand(r.item, cont(r, AFTER_ITEM, 1, k), out);
             }
+            case AnyOrder m -> m.start(this, k, out);
         }
     }
 
@@ -263,6 +264,7 @@ final class Parser {
                     expand(r.item, cont(r, AFTER_ITEM, bump(r, n), k.next), out);
                 }
             }
+            case AnyOrder m -> m.resume(this, k, out);
             default -> throw new IllegalStateException("continuation of " + k.node);
         }
     }

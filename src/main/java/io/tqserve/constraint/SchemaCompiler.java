@@ -21,8 +21,10 @@ import java.util.concurrent.CancellationException;
  * {@link Grammar} whose every text is a JSON document valid against the schema. {@code $ref}s become named rules,
  * so recursive schemas are context-free grammars, and counts ({@code maxLength}, {@code maxItems}) are counters.
  * A keyword this compiler cannot turn into an exact guarantee throws {@link UnsupportedSchemaException} naming it:
- * the output is never looser than the schema. Members are written in the schema's order; optional members may be
- * left out; members the schema does not declare are never written (valid whatever additionalProperties says).
+ * the output is never looser than the schema. An object's members come in any order ({@link AnyOrder}; with more
+ * than {@link AnyOrder#MAX_MEMBERS} declared ones, in the schema's order), each declared one at most once,
+ * optional ones may be left out; members the schema does not declare may come too, under additionalProperties
+ * (absent or true: any value; false: none), named by {@link UndeclaredNames} (any name but a declared one).
  *
  * <p>JSON whitespace ({@code [ \t\n\r]}, at most {@link ConstraintLimits#maxWhitespace()} bytes in a run) is
  * allowed wherever JSON allows it inside objects and arrays, not around the document. Every compile checks its
@@ -476,8 +478,10 @@ public final class SchemaCompiler {
         Map<?, ?> p = props instanceof Map<?, ?> pm ? pm : Map.of();
         List<Node> members = new ArrayList<>();
         List<Boolean> req = new ArrayList<>();
+        List<String> names = new ArrayList<>();
         for (Map.Entry<?, ?> e : p.entrySet()) {
             String name = String.valueOf(e.getKey());
+            names.add(name);
             if (absent.contains(name)) {
                 continue; // optional (required ones failed above): left out
             }
@@ -485,35 +489,69 @@ public final class SchemaCompiler {
             members.add(seq(at, lit(quote(name), at), ws, lit(":", at), ws, value, ws));
             req.add(required.contains(name));
         }
+        Node undeclared = null; // the value of a member properties does not declare
         for (String r : required) {
             if (!p.containsKey(r)) {
                 if (closed) {
                     throw new UnsupportedSchemaException("required", "required property '" + r + "' at " + at
                             + " is not in properties and additionalProperties is false");
                 }
-                Node value = additional instanceof Map<?, ?> am ? value(am, at + "/additionalProperties")
-                        : anyValue();
-                members.add(seq(at, lit(quote(r), at), ws, lit(":", at), ws, value, ws));
+                undeclared = undeclared != null ? undeclared : additional instanceof Map<?, ?> am
+                        ? value(am, at + "/additionalProperties") : anyValue();
+                members.add(seq(at, lit(quote(r), at), ws, lit(":", at), ws, undeclared, ws));
+                names.add(r);
                 req.add(true);
             }
         }
-        // built from the back, linear in the members: K[i] = one member from i on (skipping optional ones), then
-        // R[next]; R[i] = nothing more (if members i.. are all optional) or ", " K[i]
+        names.addAll(absent); // names the object must not have (not required) are no undeclared members either
+        Node extraValue = closed ? null : undeclared != null ? undeclared : undeclaredValue(additional, at);
+        Node extra = extraValue == null ? null : count(UndeclaredNames.member(names, extraValue, ws, limits), at);
         int n = members.size();
+        if (n >= 1 && n <= AnyOrder.MAX_MEMBERS) { // members in any order, undeclared ones among them
+            int requiredBits = 0;
+            for (int i = 0; i < n; i++) {
+                requiredBits |= req.get(i) ? 1 << i : 0;
+            }
+            return seq(at, open, ws, count(new AnyOrder(members.toArray(Node[]::new), requiredBits, extra,
+                    seq(at, lit(",", at), ws), close), at));
+        }
+        // more members: in the schema's order, undeclared ones after them (the order LLGuidance and MaskBench's
+        // instances follow). Built from the back, linear in the members: K[i] = one member from i on (skipping
+        // optional ones), then R[next]; R[i] = nothing more (if members i.. are all optional) or ", " K[i]
+        Node extras = extra == null ? null : count(new Rep(extra, seq(at, lit(",", at), ws), 1, -1), at);
+        Node end = extras == null ? Grammar.EMPTY : alt(at, Grammar.EMPTY, seq(at, lit(",", at), ws, extras));
         Node[] k = new Node[n + 1];
         Node[] r = new Node[n + 1];
         k[n] = Grammar.fail();
-        r[n] = Grammar.EMPTY;
+        r[n] = end;
         boolean allOptional = true;
         for (int i = n - 1; i >= 0; i--) {
             Node one = seq(at, members.get(i), r[i + 1]);
             k[i] = req.get(i) ? one : alt(at, one, k[i + 1]);
             allOptional &= !req.get(i);
             Node more = seq(at, lit(",", at), ws, k[i]);
-            r[i] = allOptional ? alt(at, Grammar.EMPTY, more) : more;
+            r[i] = allOptional ? alt(at, end, more) : more;
         }
         Node body = seq(at, k[0], close);
-        return seq(at, open, ws, allOptional ? alt(at, close, body) : body);
+        return seq(at, open, ws, allOptional ? alt(at, close, body, extras == null ? Grammar.fail()
+                : seq(at, extras, close)) : body);
+    }
+
+    /**
+     * The value of an undeclared member (additionalProperties' schema, or any value), or null when that schema is
+     * one this compiler refuses: the object then takes its declared members only (fewer documents, none invalid).
+     */
+    private Node undeclaredValue(Object additional, String at) {
+        if (!(additional instanceof Map<?, ?> am)) {
+            return anyValue();
+        }
+        Set<String> before = new HashSet<>(rules.keySet());
+        try {
+            return value(am, at + "/additionalProperties");
+        } catch (UnsupportedSchemaException e) {
+            rules.keySet().retainAll(before); // rules left half-built by the refusal
+            return null;
+        }
     }
 
     private Node array(Map<?, ?> m, String at) {

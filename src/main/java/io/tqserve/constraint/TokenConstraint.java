@@ -110,7 +110,8 @@ public final class TokenConstraint {
     }
 
     private LexemeMasks cacheFor(Lexeme x) {
-        return x == JsonLexemes.STRING_CHAR || x == JsonLexemes.WHITESPACE ? vocabulary.sharedMasks : local;
+        return x == JsonLexemes.STRING_CHAR || x == JsonLexemes.WHITESPACE || x == UndeclaredNames.OUTSIDE
+                ? vocabulary.sharedMasks : local;
     }
 
     /**
@@ -252,7 +253,7 @@ public final class TokenConstraint {
         Lexeme x = l.lexeme;
         work.budget.keyword = x.keyword;
         long[] follow = parser.follow(c.k);
-        LexemeMasks.Entry e = cacheFor(x).entry(x, c.pos, follow, work.budget);
+        LexemeMasks.Entry e = cacheFor(x.sharedLexeme(c.pos)).entry(x, c.pos, follow, work.budget);
         work.add(e.exitNodes().length + 64);
         int room = x.counted && l.max >= 0 ? l.max - c.count : Integer.MAX_VALUE;
         int cont = closing.cont(c.k);

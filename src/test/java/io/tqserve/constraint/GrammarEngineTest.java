@@ -62,11 +62,12 @@ class GrammarEngineTest {
         for (String ok : List.of("{\"name\": \"Ann\", \"age\": 30}", "{\"name\":\"Ann\",\"age\":30}",
                 "{\n  \"name\": \"\\u00e9t\\n\",\n  \"age\": 0,\n  \"score\": -1.5e-05\n}",
                 "{\"name\": \"Zoë\", \"age\": 150, \"tags\": [\"a\", \"b\"], \"ok\": null}",
-                "{\"name\": \"x\", \"age\": 1, \"ok\": true}", "{\"name\": \"\u6771\u4eac\", \"age\": 1, \"tags\": []}")) {
+                "{\"name\": \"x\", \"age\": 1, \"ok\": true}", "{\"name\": \"\u6771\u4eac\", \"age\": 1, \"tags\": []}",
+                "{\"age\": 3, \"name\": \"Ann\"}")) {
             assertThat(accepts(PERSON, ok)).as(ok).isTrue();
             assertThat(validator(PERSON).validate(ok, InputFormat.JSON)).as(ok).isEmpty();
         }
-        for (String bad : List.of("{\"name\": \"Ann\"}", "{\"age\": 3, \"name\": \"Ann\"}",
+        for (String bad : List.of("{\"name\": \"Ann\"}", "{\"age\": 3}",
                 "{\"name\": \"\", \"age\": 30}", "{\"name\": \"Annabel\", \"age\": 30}",
                 "{\"name\": \"Ann\", \"age\": 151}", "{\"name\": \"Ann\", \"age\": 30,}",
                 "{\"name\": \"Ann\", \"age\": 30, \"x\": 1}", "{\"name\": \"Ann\", \"age\": 30, \"tags\": [1]}",
@@ -129,18 +130,18 @@ class GrammarEngineTest {
     }
 
     @Test
-    void optionalPropertiesAreLinearAndInOrder() {
+    void optionalPropertiesAreLinearInAnyOrderOnceEach() {
         Map<String, Object> props = new LinkedHashMap<>();
         for (int i = 0; i < 12; i++) {
             props.put("p" + i, Map.of("type", "object"));
         }
         Grammar g = SchemaCompiler.compile(Map.of("type", "object", "properties", props));
-        assertThat(g.nodes()).isLessThan(300);
+        assertThat(g.nodes()).isLessThan(400); // linear: some 25 nodes a member (its undeclared tail included)
         assertThat(accepts(g, "{}")).isTrue();
         assertThat(accepts(g, "{\"p3\": {}, \"p11\": {\"x\": [1, {\"y\": null}]}}")).isTrue();
         assertThat(accepts(g, "{\"p0\": {}, \"p1\": {}, \"p2\": {}, \"p3\": {}, \"p4\": {}, \"p5\": {}, \"p6\": {}, "
                 + "\"p7\": {}, \"p8\": {}, \"p9\": {}, \"p10\": {}, \"p11\": {}}")).isTrue();
-        assertThat(accepts(g, "{\"p11\": {}, \"p3\": {}}")).isFalse();
+        assertThat(accepts(g, "{\"p11\": {}, \"p3\": {}}")).isTrue();
         assertThat(accepts(g, "{\"p3\": {}, \"p3\": {}}")).isFalse();
         assertThat(accepts(g, "{\"p3\": 1}")).isFalse();
     }

@@ -1,0 +1,144 @@
+package io.tqserve.constraint;
+
+import static io.tqserve.constraint.GrammarEngineTest.accepts;
+import static io.tqserve.constraint.GrammarEngineTest.validator;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.networknt.schema.InputFormat;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Members an object schema does not declare ({@link UndeclaredNames}): written after the declared ones under
+ * {@code additionalProperties}, never under a declared name. The schemas and valid instances are excerpts of
+ * MaskBench (guidance-ai/jsonschemabench, {@code maskbench/data}, the file named in each test) that the grammar
+ * rejected while it wrote declared members only; every expectation is checked against a draft 2020-12 validator.
+ */
+class UndeclaredMembersTest {
+    private static void check(String schema, List<String> valid, List<String> invalid) {
+        for (String ok : valid) {
+            assertThat(validator(schema).validate(ok, InputFormat.JSON)).as("validator on %s", ok).isEmpty();
+            assertThat(accepts(schema, ok)).as("%s on %s", schema, ok).isTrue();
+        }
+        for (String bad : invalid) {
+            assertThat(validator(schema).validate(bad, InputFormat.JSON)).as("validator on %s", bad).isNotEmpty();
+            assertThat(accepts(schema, bad)).as("%s on %s", schema, bad).isFalse();
+        }
+    }
+
+    @Test
+    void additionalPropertiesTrueTakesAnyMemberAfterTheDeclaredOnes() {
+        // Github_easy---o11187
+        check("""
+                {"type": "object", "properties": {"status": {"type": "string"}, "prize": {"type": "string"}},
+                 "additionalProperties": true}""",
+                List.of("{\"status\": \"success\", \"prize\": \"Gold Medal\", \"additionalInfo\": "
+                        + "\"Congratulations on winning the top prize!\"}",
+                        "{\"additionalInfo\": [1, {\"x\": null}], \"more\": 2.5}", "{}"),
+                List.of("{\"status\": 123, \"prize\": \"Gold Medal\", \"additionalInfo\": \"x\"}",
+                        // a declared name is never taken for an undeclared one: its own schema applies
+                        "{\"status\": \"success\", \"prize\": 7}", "{\"more\": 1, \"prize\": 7}"));
+    }
+
+    @Test
+    void absentAdditionalPropertiesAllowsThemToo() {
+        // Github_easy---o55574 (additionalProperties absent inside "body")
+        check("""
+                {"type": "object", "properties": {"body": {"type": "object", "properties": {"id": {"type": "string"}}},
+                 "n": {"type": "integer"}}, "required": ["n"]}""",
+                List.of("{\"n\": 1, \"additionalProperty\": \"someValue\"}",
+                        "{\"body\": {\"commandId\": \"12345\", \"data\": {\"username\": \"johnDoe\"}}, \"n\": 2}",
+                        "{\"body\": {\"id\": \"a\", \"idx\": 1}, \"n\": 2, \"i\": {}, \"nn\": []}"),
+                List.of("{\"body\": \"string instead of object\", \"n\": 1}", "{\"extra\": 1}",
+                        "{\"n\": 1, \"body\": {\"id\": 5}}", "{\"body\": {\"id\": 5, \"x\": 1}, \"n\": 1}"));
+    }
+
+    @Test
+    void additionalPropertiesSchemaAppliesToEveryUndeclaredMember() {
+        // Github_easy---o90937
+        check("""
+                {"type": "object", "definitions": {"option": {"type": "object",
+                   "properties": {"enabled": {"type": "boolean"}}}},
+                 "additionalProperties": {"type": "object", "$ref": "#/definitions/option"},
+                 "properties": {"knownProp": {"type": "object", "$ref": "#/definitions/option"}}}""",
+                List.of("{\"knownProp\": {\"enabled\": true}, \"unknownProp\": {\"enabled\": false}}",
+                        "{\"a\": {}, \"b\": {\"enabled\": true, \"c\": 1}}"),
+                List.of("{\"knownProp\": {\"enabled\": \"true\"}, \"unknownProp\": {\"enabled\": false}}",
+                        "{\"knownProp\": {\"enabled\": true}, \"unknownProp\": {\"enabled\": \"false\"}}",
+                        "{\"knownProp\": {\"enabled\": true}, \"unknownProp\": 1}"));
+    }
+
+    @Test
+    void falseKeepsTheObjectClosedAndNamesDifferingInAnyByteAreUndeclared() {
+        check("""
+                {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": false}""",
+                List.of("{\"a\": 1}", "{}"), List.of("{\"a\": 1, \"b\": 2}", "{\"b\": 2}"));
+        // names sharing a prefix with a declared one, longer or shorter, escaped, or non-ASCII are undeclared
+        String s = """
+                {"type": "object", "properties": {"name": {"type": "string"}, "né": {"type": "string"},
+                 "a\\"b": {"type": "string"}}, "additionalProperties": {"type": "integer"}}""";
+        check(s, List.of("{\"na\": 1, \"names\": 2, \"nam\\n\": 3, \"n\": 4, \"\": 5, \"é\": 6, \"nè\": 7, "
+                        + "\"a\\\"\": 8, \"\\u0001\": 9, \"😀\": 10}",
+                        "{\"name\": \"x\", \"né\": \"y\", \"a\\\"b\": \"z\", \"nameX\": 1}"),
+                List.of("{\"na\": \"x\"}", "{\"name\": 1}", "{\"né\": 1}", "{\"a\\\"b\": 1}"));
+        // other spellings of a declared name would escape its schema: only the one spelling is written
+        assertThat(validator(s).validate("{\"n\\u0061me\": 1}", InputFormat.JSON)).isNotEmpty();
+        assertThat(accepts(s, "{\"n\\u0061me\": 1}")).isFalse();
+        assertThat(accepts(s, "{\"x\\/y\": 1}")).isFalse(); // a spelling json.dumps never writes
+        assertThat(accepts(s, "{\"\\u0008\": 1}")).isFalse(); // \b is the one spelling of U+0008
+        assertThat(accepts(s, "{\"\\b\": 1}")).isTrue();
+    }
+
+    @Test
+    void theLexemeSpellsEachNameOnce() {
+        UndeclaredNames x = UndeclaredNames.except(List.of("ab", "a", "b\u00e9"));
+        assertThat(run(x, "ab")).isFalse();
+        assertThat(run(x, "a")).isFalse();
+        assertThat(run(x, "bé")).isFalse();
+        assertThat(run(x, "b")).isTrue();
+        assertThat(run(x, "abc")).isTrue();
+        assertThat(run(x, "bè")).isTrue();
+        assertThat(run(x, "")).isTrue();
+        assertThat(run(x, "b\u00e9\u00e9")).isTrue();
+        // a name may leave the trie in the middle of a character: é (C3 A9) and è (C3 A8) share their lead byte
+        assertThat(x.step(x.step(x.step(x.start(), 'b'), 0xC3), 0xA8)).isNotEqualTo(Lexeme.DEAD);
+        assertThat(x.accepting(x.step(x.step(x.start(), 'b'), 0xC3))).isFalse();
+        // once outside the trie, every object's names go on alike: one shared lexeme (and mask cache) for them all
+        UndeclaredNames y = UndeclaredNames.except(List.of("zz"));
+        for (UndeclaredNames n : List.of(x, y)) {
+            int out = n.step(n.step(n.start(), 'q'), 0xC3);
+            assertThat(n.sharedLexeme(out)).isSameAs(UndeclaredNames.OUTSIDE);
+            assertThat(n.sharedLexeme(n.start())).isSameAs(n);
+            for (int b = 0; b < 256; b++) {
+                int t = n.step(out, b);
+                int u = UndeclaredNames.OUTSIDE.step(n.sharedState(out), b);
+                assertThat(t < 0 ? Lexeme.DEAD : n.sharedState(t)).isEqualTo(u);
+                assertThat(t >= 0 && n.accepting(t)).isEqualTo(u >= 0 && UndeclaredNames.OUTSIDE.accepting(u));
+            }
+        }
+    }
+
+    private static boolean run(Lexeme x, String s) {
+        int st = x.start();
+        for (byte b : s.getBytes(StandardCharsets.UTF_8)) {
+            st = x.step(st, b & 0xFF);
+            if (st == Lexeme.DEAD) {
+                return false;
+            }
+        }
+        return x.accepting(st);
+    }
+
+    @Test
+    void anUnsupportedAdditionalPropertiesSchemaLeavesTheDeclaredMembersOnly() {
+        // as Github_trivial---o73918 (additionalProperties with a keyword the compiler refuses): the declared
+        // members still compile, and nothing undeclared is written
+        String s = """
+                {"type": "object", "properties": {"a": {"type": "integer"}},
+                 "additionalProperties": {"$dynamicRef": "#meta"}}""";
+        assertThat(accepts(s, "{\"a\": 1}")).isTrue();
+        assertThat(accepts(s, "{\"a\": 1, \"b\": 2}")).isFalse();
+        assertThat(accepts(s, "{\"a\": 1, \"b\": \"x\"}")).isFalse();
+    }
+}
