@@ -270,6 +270,22 @@ class NegationTest {
     }
 
     @Test
+    void malformedNegationsAreRefusedNeverThrowOtherwise() {
+        for (String s : List.of("{\"not\": 5}", "{\"not\": {\"required\": \"a\"}}", "{\"not\": {\"enum\": 3}}",
+                "{\"not\": {\"properties\": 3}}", "{\"not\": {\"anyOf\": {}}}", "{\"not\": {\"type\": 7}}",
+                "{\"not\": {\"minLength\": \"x\"}}", "{\"not\": {\"$ref\": \"#/nope\"}}",
+                "{\"type\": \"string\", \"not\": {\"pattern\": 5}}", "{\"type\": \"string\", \"not\": "
+                        + "{\"pattern\": \"(\"}}", "{\"not\": {\"maximum\": \"x\"}}",
+                "{\"$defs\": {\"a\": {\"not\": {\"$ref\": \"#/$defs/a\"}}}, \"$ref\": \"#/$defs/a\"}")) {
+            try {
+                SchemaCompiler.compile(schema(s));
+            } catch (UnsupportedSchemaException e) {
+                assertThat(e.keyword()).as(s).isNotBlank();
+            }
+        }
+    }
+
+    @Test
     void tooManyBranchesAreRefusedNamingNot() {
         StringBuilder any = new StringBuilder("{\"type\": \"object\", \"not\": {\"anyOf\": [");
         for (int i = 0; i < 4; i++) {
