@@ -114,6 +114,19 @@ public final class TokenConstraint {
                 ? vocabulary.sharedMasks : local;
     }
 
+    /** A configuration array compared by content (the memo of {@link Work} compares by identity). */
+    private record Configs(Config[] cs) {
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Configs c && java.util.Arrays.equals(cs, c.cs);
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Arrays.hashCode(cs);
+        }
+    }
+
     /**
      * Work meter and memo of one mask computation: the configurations after a byte, their first bytes and their
      * closing bound, per configuration array (by identity). The exits of a lexeme all continue from the same
@@ -129,6 +142,7 @@ public final class TokenConstraint {
         private int[] slots = new int[256];
         private Object[] values = new Object[256];
         private int size;
+        private final java.util.Map<Configs, Configs> canonical = new java.util.HashMap<>();
         int[] nodeStack = new int[64];
         Config[][] cfgStack = new Config[64][];
 
@@ -182,10 +196,24 @@ public final class TokenConstraint {
             Config[] r = (Config[]) get(cs, b);
             if (r == null) {
                 budget.add(2L * cs.length + 1);
-                r = parser.step(cs, b);
+                r = intern(parser.step(cs, b));
                 put(cs, b, r);
             }
             return r;
+        }
+
+        /**
+         * The one array of the walk equal to {@code cs}: different bytes often lead to equal configurations (the
+         * characters of a string, the digits of a number), and the memo is by identity, so an equal array found
+         * again reuses its steps, first bytes and closing bound instead of recomputing them.
+         */
+        private Config[] intern(Config[] cs) {
+            if (cs.length == 0) {
+                return cs;
+            }
+            Configs key = new Configs(cs);
+            Configs had = canonical.putIfAbsent(key, key);
+            return had == null ? cs : had.cs();
         }
 
         long[] first(Config[] cs) {
