@@ -180,8 +180,16 @@ public final class CpuBackend implements ComputeBackend {
             int rowBlock = gemmRowBlock(inDim);
             for (int r0 = 0; r0 < rows; r0 += rowBlock) {
                 int rb = Math.min(rowBlock, rows - r0);
-                for (int j = from; j < to; j += 4) {
-                    PackedGemm.group(pack, 2L * j * inDim, inDim, x, r0 * inDim, rb, out, r0 * outDim + j, outDim);
+                for (int j = from; j < to; ) {
+                    if (PackedGemm.TWO_GROUPS && to - j >= 8) {
+                        PackedGemm.groups2(pack, 2L * j * inDim, inDim, x, r0 * inDim, rb, out, r0 * outDim + j,
+                                outDim);
+                        j += 8;
+                    } else {
+                        PackedGemm.group(pack, 2L * j * inDim, inDim, x, r0 * inDim, rb, out, r0 * outDim + j,
+                                outDim);
+                        j += 4;
+                    }
                 }
             }
             return;

@@ -15,7 +15,8 @@ import java.util.Arrays;
  * rows, and for each group of four packed weight rows (one contiguous stream, which the hardware prefetcher follows
  * as the decode kernel's) computes the group against all activation rows before it moves on. Register tiles
  * ({@link PackedTiles}) read the packed words directly (a shift gives a word's low bf16 as a float, a mask its high
- * one): four weight rows by four activation rows with 512-bit vectors (32 registers), by two with AVX2's 16. Above
+ * one): eight weight rows (two groups, {@link #groups2}) by two activation rows with 512-bit vectors (32
+ * registers), four by two with AVX2's 16. Above
  * {@link #UNBLOCKED_ROWS} rows (prefill, long verification passes) the group's columns are walked in blocks
  * ({@link #K_BLOCK_PAIRS}): within a block every tile of the pass runs, so the block's packed words stay in L1 for
  * all activation rows and each activation slice is read once per group, where whole-row tiles (four activation rows
@@ -40,7 +41,14 @@ final class PackedGemm {
      */
     static final int UNBLOCKED_ROWS = Integer.getInteger("tqserve.cpu.gemm-unblocked-rows", 8);
 
-    /** Per-thread accumulators of a pass: 4·L floats per activation row. */
+    /**
+     * Whether {@link #groups2} runs (two groups per tile, {@link PackedTiles#tile8x2}): with 512-bit vectors, whose 32
+     * registers hold its 16 accumulators ({@code -Dtqserve.cpu.gemm-8x2=false} keeps one group per pass).
+     */
+    static final boolean TWO_GROUPS = VectorKernels.WIDE_TILES
+            && !"false".equalsIgnoreCase(System.getProperty("tqserve.cpu.gemm-8x2", "true"));
+
+    /** Per-thread accumulators of a pass: 4·L floats per activation row (twice that for {@link #groups2}). */
     private static final ThreadLocal<float[]> ACC = new ThreadLocal<>();
 
     private PackedGemm() {
@@ -84,11 +92,57 @@ final class PackedGemm {
             }
         }
         if (n % (2 * L) != 0) {
-            PackedTiles.tail(pack, base, n, x, xOff, rows, acc);
+            PackedTiles.tail(pack, base, n, x, xOff, rows, acc, 0);
         }
         for (int r = 0; r < rows; r++) {
             for (int q = 0; q < 4; q++) {
                 out[outOff + r * outStride + q] = sumLanes(acc, (4 * r + q) * L);
+            }
+        }
+    }
+
+    /**
+     * Output rows [j, j+8) (two packed groups, the first at byte offset base) for activation rows [0, rows), as two
+     * calls of {@link #group} compute them (the same bits), with the 8×2 tiles: each activation vector loaded once
+     * for eight weight rows.
+     */
+    static void groups2(MemorySegment pack, long base, int n, float[] x, int xOff, int rows, float[] out, int outOff,
+            int outStride) {
+        groups2(pack, base, n, x, xOff, rows, out, outOff, outStride,
+                rows <= UNBLOCKED_ROWS ? Math.max(1, n / (2 * L)) : K_BLOCK_PAIRS);
+    }
+
+    /** {@link #groups2} with blocks of {@code blockPairs} 2L-column steps (any count gives the same bits). */
+    static void groups2(MemorySegment pack, long base, int n, float[] x, int xOff, int rows, float[] out, int outOff,
+            int outStride, int blockPairs) {
+        int per = rows * 4 * L;
+        float[] acc = ACC.get();
+        if (acc == null || acc.length < 2 * per) {
+            acc = new float[2 * per];
+            ACC.set(acc);
+        }
+        Arrays.fill(acc, 0, 2 * per, 0f);
+        long base2 = base + 8L * n;
+        int pairs = n / (2 * L);
+        for (int p0 = 0; p0 < pairs; p0 += blockPairs) {
+            int p1 = Math.min(pairs, p0 + blockPairs);
+            int r = 0;
+            for (; r + 2 <= rows; r += 2) {
+                PackedTiles.tile8x2(pack, base, base2, n, x, xOff + r * n, p0, p1, acc, r * 4 * L, acc, per + r * 4 * L);
+            }
+            for (; r < rows; r++) {
+                PackedTiles.tile4x1(pack, base, x, xOff + r * n, p0, p1, acc, r * 4 * L);
+                PackedTiles.tile4x1(pack, base2, x, xOff + r * n, p0, p1, acc, per + r * 4 * L);
+            }
+        }
+        if (n % (2 * L) != 0) {
+            PackedTiles.tail(pack, base, n, x, xOff, rows, acc, 0);
+            PackedTiles.tail(pack, base2, n, x, xOff, rows, acc, per);
+        }
+        for (int r = 0; r < rows; r++) {
+            for (int q = 0; q < 4; q++) {
+                out[outOff + r * outStride + q] = sumLanes(acc, (4 * r + q) * L);
+                out[outOff + r * outStride + 4 + q] = sumLanes(acc, per + (4 * r + q) * L);
             }
         }
     }

@@ -154,6 +154,102 @@ final class PackedTiles {
     }
 
     /**
+     * Two packed groups (eight weight rows, the second group's accumulators at {@code acc2Off}) times two activation
+     * rows: 16 accumulators, for 512-bit vectors. Each activation vector serves eight weight rows where
+     * {@link #tile4x4} uses it for four, halving the activation loads per multiply-add: at 512 bits those loads come
+     * from L2 (the pass's activation slices do not fit L1) and bound the 4×4 tile.
+     */
+    static void tile8x2(MemorySegment pack, long base, long base2, int n, float[] x, int xOff, int p0, int p1,
+            float[] acc, int accOff, float[] acc2, int acc2Off) {
+        long step = 4L * L;
+        int x0 = xOff;
+        int x1 = xOff + n;
+        int a = accOff;
+        int e = acc2Off;
+        FloatVector c000 = FloatVector.fromArray(F, acc, a);
+        FloatVector c001 = FloatVector.fromArray(F, acc, a + L);
+        FloatVector c002 = FloatVector.fromArray(F, acc, a + 2 * L);
+        FloatVector c003 = FloatVector.fromArray(F, acc, a + 3 * L);
+        FloatVector c010 = FloatVector.fromArray(F, acc, a + 4 * L);
+        FloatVector c011 = FloatVector.fromArray(F, acc, a + 5 * L);
+        FloatVector c012 = FloatVector.fromArray(F, acc, a + 6 * L);
+        FloatVector c013 = FloatVector.fromArray(F, acc, a + 7 * L);
+        FloatVector c100 = FloatVector.fromArray(F, acc2, e);
+        FloatVector c101 = FloatVector.fromArray(F, acc2, e + L);
+        FloatVector c102 = FloatVector.fromArray(F, acc2, e + 2 * L);
+        FloatVector c103 = FloatVector.fromArray(F, acc2, e + 3 * L);
+        FloatVector c110 = FloatVector.fromArray(F, acc2, e + 4 * L);
+        FloatVector c111 = FloatVector.fromArray(F, acc2, e + 5 * L);
+        FloatVector c112 = FloatVector.fromArray(F, acc2, e + 6 * L);
+        FloatVector c113 = FloatVector.fromArray(F, acc2, e + 7 * L);
+        for (int p = p0; p < p1; p++) {
+            int i = 2 * L * p;
+            long b = base + 8L * i;
+            long b2 = base2 + 8L * i;
+            FloatVector l0 = FloatVector.fromArray(F, x, x0 + i);
+            FloatVector h0 = FloatVector.fromArray(F, x, x0 + i + L);
+            FloatVector l1 = FloatVector.fromArray(F, x, x1 + i);
+            FloatVector h1 = FloatVector.fromArray(F, x, x1 + i + L);
+            IntVector w = IntVector.fromMemorySegment(I, pack, b, LE);
+            FloatVector lo = w.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+            FloatVector hi = w.lanewise(VectorOperators.AND, 0xFFFF0000).reinterpretAsFloats();
+            c000 = hi.fma(h0, lo.fma(l0, c000));
+            c010 = hi.fma(h1, lo.fma(l1, c010));
+            w = IntVector.fromMemorySegment(I, pack, b + step, LE);
+            lo = w.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+            hi = w.lanewise(VectorOperators.AND, 0xFFFF0000).reinterpretAsFloats();
+            c001 = hi.fma(h0, lo.fma(l0, c001));
+            c011 = hi.fma(h1, lo.fma(l1, c011));
+            w = IntVector.fromMemorySegment(I, pack, b + 2 * step, LE);
+            lo = w.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+            hi = w.lanewise(VectorOperators.AND, 0xFFFF0000).reinterpretAsFloats();
+            c002 = hi.fma(h0, lo.fma(l0, c002));
+            c012 = hi.fma(h1, lo.fma(l1, c012));
+            w = IntVector.fromMemorySegment(I, pack, b + 3 * step, LE);
+            lo = w.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+            hi = w.lanewise(VectorOperators.AND, 0xFFFF0000).reinterpretAsFloats();
+            c003 = hi.fma(h0, lo.fma(l0, c003));
+            c013 = hi.fma(h1, lo.fma(l1, c013));
+            w = IntVector.fromMemorySegment(I, pack, b2, LE);
+            lo = w.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+            hi = w.lanewise(VectorOperators.AND, 0xFFFF0000).reinterpretAsFloats();
+            c100 = hi.fma(h0, lo.fma(l0, c100));
+            c110 = hi.fma(h1, lo.fma(l1, c110));
+            w = IntVector.fromMemorySegment(I, pack, b2 + step, LE);
+            lo = w.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+            hi = w.lanewise(VectorOperators.AND, 0xFFFF0000).reinterpretAsFloats();
+            c101 = hi.fma(h0, lo.fma(l0, c101));
+            c111 = hi.fma(h1, lo.fma(l1, c111));
+            w = IntVector.fromMemorySegment(I, pack, b2 + 2 * step, LE);
+            lo = w.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+            hi = w.lanewise(VectorOperators.AND, 0xFFFF0000).reinterpretAsFloats();
+            c102 = hi.fma(h0, lo.fma(l0, c102));
+            c112 = hi.fma(h1, lo.fma(l1, c112));
+            w = IntVector.fromMemorySegment(I, pack, b2 + 3 * step, LE);
+            lo = w.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+            hi = w.lanewise(VectorOperators.AND, 0xFFFF0000).reinterpretAsFloats();
+            c103 = hi.fma(h0, lo.fma(l0, c103));
+            c113 = hi.fma(h1, lo.fma(l1, c113));
+        }
+        ((FloatVector) F.vectorType().cast(c000)).intoArray(acc, a);
+        ((FloatVector) F.vectorType().cast(c001)).intoArray(acc, a + L);
+        ((FloatVector) F.vectorType().cast(c002)).intoArray(acc, a + 2 * L);
+        ((FloatVector) F.vectorType().cast(c003)).intoArray(acc, a + 3 * L);
+        ((FloatVector) F.vectorType().cast(c010)).intoArray(acc, a + 4 * L);
+        ((FloatVector) F.vectorType().cast(c011)).intoArray(acc, a + 5 * L);
+        ((FloatVector) F.vectorType().cast(c012)).intoArray(acc, a + 6 * L);
+        ((FloatVector) F.vectorType().cast(c013)).intoArray(acc, a + 7 * L);
+        ((FloatVector) F.vectorType().cast(c100)).intoArray(acc2, e);
+        ((FloatVector) F.vectorType().cast(c101)).intoArray(acc2, e + L);
+        ((FloatVector) F.vectorType().cast(c102)).intoArray(acc2, e + 2 * L);
+        ((FloatVector) F.vectorType().cast(c103)).intoArray(acc2, e + 3 * L);
+        ((FloatVector) F.vectorType().cast(c110)).intoArray(acc2, e + 4 * L);
+        ((FloatVector) F.vectorType().cast(c111)).intoArray(acc2, e + 5 * L);
+        ((FloatVector) F.vectorType().cast(c112)).intoArray(acc2, e + 6 * L);
+        ((FloatVector) F.vectorType().cast(c113)).intoArray(acc2, e + 7 * L);
+    }
+
+    /**
      * Four packed weight rows times one activation row (4 accumulators), steps [p0, p1): the operations of
      * {@link VectorMatmul#matvec4Packed}'s loop, for the odd row of a pass.
      */
@@ -193,7 +289,7 @@ final class PackedTiles {
      * The odd last L-column step (stored in column order, as pack4 writes it) for activation rows [0, rows) of x:
      * one multiply-add per output, as {@link VectorMatmul#matvec4Packed} adds it after its pairs.
      */
-    static void tail(MemorySegment pack, long base, int n, float[] x, int xOff, int rows, float[] acc) {
+    static void tail(MemorySegment pack, long base, int n, float[] x, int xOff, int rows, float[] acc, int accOff) {
         int i = n - L;
         long b = base + 8L * i;
         long half = 2L * L;
@@ -201,7 +297,7 @@ final class PackedTiles {
             FloatVector u = ((IntVector) ShortVector.fromMemorySegment(S, pack, b + q * half, LE)
                     .convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
             for (int r = 0; r < rows; r++) {
-                int a = (4 * r + q) * L;
+                int a = accOff + (4 * r + q) * L;
                 ((FloatVector) F.vectorType().cast(
                         u.fma(FloatVector.fromArray(F, x, xOff + r * n + i), FloatVector.fromArray(F, acc, a))))
                         .intoArray(acc, a);

@@ -13,7 +13,8 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The multi-row kernels on the packed bf16 copy ({@link PackedGemm}, {@link PackedTiles}): every output has the bits
- * the one-row decode kernel gives its activation row alone (batch invariance), for every tile and column block size,
+ * the one-row decode kernel gives its activation row alone (batch invariance), for every tile (one group or two at
+ * once) and column block size,
  * and stays within float reordering error of the scalar twin.
  */
 class PackedGemmTest {
@@ -31,6 +32,20 @@ class PackedGemmTest {
             VectorMatmul.pack4(w.data(), 0, pack, 0, n);
             VectorMatmul.pack4(w.data(), 8L * n, pack, 8L * n, n);
             float[] x = KernelParityTest.random(3 + rows * n, 5L * rows + n, 1f);
+            // both groups at once (the 8x2 tiles of 512-bit machines; any machine runs them here)
+            float[] ref8 = new float[rows * 8];
+            for (int r = 0; r < rows; r++) {
+                VectorMatmul.matvec4Packed(pack, 0, n, x, 3 + r * n, ref8, 8 * r);
+                VectorMatmul.matvec4Packed(pack, 8L * n, n, x, 3 + r * n, ref8, 8 * r + 4);
+            }
+            for (int block : new int[] {1, 2, 3, PackedGemm.K_BLOCK_PAIRS}) {
+                float[] got = new float[rows * 8 + 2];
+                PackedGemm.groups2(pack, 0, n, x, 3, rows, got, 2, 8, block);
+                for (int i = 0; i < ref8.length; i++) {
+                    assertEquals(Float.floatToIntBits(ref8[i]), Float.floatToIntBits(got[2 + i]),
+                            "groups2 block " + block + " row " + i / 8 + " out " + i % 8);
+                }
+            }
             for (int g = 0; g < 2; g++) {
                 long base = 8L * n * g;
                 // reference: the decode kernel, one activation row at a time
@@ -68,7 +83,7 @@ class PackedGemmTest {
                         }
                     }
                     if (n % (2 * L) != 0) {
-                        PackedTiles.tail(pack, base, n, x, 3, width, acc);
+                        PackedTiles.tail(pack, base, n, x, 3, width, acc, 0);
                     }
                     for (int i = 0; i < 4 * width; i++) {
                         assertEquals(Float.floatToIntBits(ref[i]), Float.floatToIntBits(
@@ -88,17 +103,17 @@ class PackedGemmTest {
     void preparedBackendGivesEveryRowOfABatchItsBitsAlone(int rows) {
         int n = 5 * L;
         try (Arena arena = Arena.ofShared(); CpuBackend fast = new CpuBackend(new VectorKernels(), 2, "repacked")) {
-            Matrix w = KernelParityTest.matrix(arena, DType.BF16, 48, n, 3L * rows);
+            Matrix w = KernelParityTest.matrix(arena, DType.BF16, 52, n, 3L * rows);
             fast.prepare(List.of(w));
             assertEquals(true, fast.repacked(w));
             float[] x = KernelParityTest.random(rows * n, rows, 1f);
-            float[] batched = new float[rows * 48];
+            float[] batched = new float[rows * 52];
             fast.matmul(w, x, rows, batched);
             for (int r = 0; r < rows; r++) {
-                float[] alone = new float[48];
+                float[] alone = new float[52];
                 fast.matmul(w, java.util.Arrays.copyOfRange(x, r * n, (r + 1) * n), 1, alone);
-                for (int j = 0; j < 48; j++) {
-                    assertEquals(Float.floatToIntBits(alone[j]), Float.floatToIntBits(batched[r * 48 + j]),
+                for (int j = 0; j < 52; j++) {
+                    assertEquals(Float.floatToIntBits(alone[j]), Float.floatToIntBits(batched[r * 52 + j]),
                             "row " + r + " out " + j);
                 }
             }
