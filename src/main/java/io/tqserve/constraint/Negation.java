@@ -54,7 +54,10 @@ final class Negation {
     private int depth;
     private int steps;
     private int members;
-    /** Set by a keyword's negation when {@code m} (as kept in this map) satisfies it whatever follows. */
+    /**
+     * Set by a keyword's negation to a schema (m, or m with a member kept absent) whose every instance satisfies
+     * the negation whatever follows: it stands alone for the union.
+     */
     private Map<String, Object> covered;
 
     private Negation(Function<String, Object> resolve, String at) {
@@ -129,7 +132,8 @@ final class Negation {
             covered = null;
             List<Map<String, Object>> part = one(m, e.getKey(), e.getValue(), k);
             if (covered != null) {
-                return List.of(covered); // m already excludes n: the union is m (each branch is m AND something)
+                // m (or m with a member kept absent) already excludes n: that one branch stands for the union
+                return List.of(covered);
             }
             out.addAll(part);
         }
@@ -169,7 +173,8 @@ final class Negation {
                             && !m.containsKey("enum") && !m.containsKey("const")
                             && m.get("properties") instanceof Map<?, ?> && !declared(m).contains(
                             String.valueOf(name))) {
-                        // m's object grammar never writes the member: kept absent through later conjunctions
+                        // a member m does not declare: kept absent (through later conjunctions too) as the one
+                        // branch, leaving out the others' instances (fewer branches; narrower, never looser)
                         covered = conj(m, Map.of(ABSENT, List.of(String.valueOf(name))));
                         return out;
                     }
