@@ -9,7 +9,8 @@ import java.util.Set;
  * String {@code format}s as automata over the string's characters, each a subset of what the format's RFC allows
  * and of what common validators (Python's jsonschema, Rust's jsonschema) accept, so an accepted string is valid
  * under any of them: dates are calendar dates (no February 29, which needs the year), times have no leap second,
- * {@code Z} or a numeric offset, URIs are absolute with a port of at most four digits and no IP literal, e-mail
+ * {@code Z} or a numeric offset, URIs are absolute with a port of at most four digits and no IP literal (the host may
+ * be empty, as in {@code file:///a}), e-mail
  * addresses are dot-atoms at a domain of labels of at most 63 characters.
  */
 final class Formats {
@@ -36,9 +37,10 @@ final class Formats {
     // URI characters outside the authority: unreserved, sub-delims, ':' '@' '/' '?' and percent-escapes
     private static final String PCHAR = "([A-Za-z0-9\\-._~!$&'()*+,;=:@/?]|%" + HEX + HEX + ")";
     private static final String PCHAR_NO_SLASH = "([A-Za-z0-9\\-._~!$&'()*+,;=:@?]|%" + HEX + HEX + ")";
-    // with "//" an authority (host, optional port), else a path that does not start with "//"
+    // with "//" an authority (host, possibly empty as in file:///a, optional port), else a path that does not
+    // start with "//"
     private static final String URI = "[A-Za-z][A-Za-z0-9+.\\-]*:(//([A-Za-z0-9\\-._~!$&'()*+,;=]|%" + HEX + HEX
-            + ")+(:[0-9]{1,4})?(/" + PCHAR + "*)?|/(" + PCHAR_NO_SLASH + PCHAR + "*)?|" + PCHAR_NO_SLASH + PCHAR
+            + ")*(:[0-9]{1,4})?(/" + PCHAR + "*)?|/(" + PCHAR_NO_SLASH + PCHAR + "*)?|" + PCHAR_NO_SLASH + PCHAR
             + "*)?(#" + PCHAR + "*)?";
 
     // a relative reference (RFC 3986 4.2) whose first segment has no ':' (so it is not taken for a scheme)

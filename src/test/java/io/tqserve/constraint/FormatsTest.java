@@ -18,7 +18,7 @@ class FormatsTest {
             "ipv6", List.of("::", "::1", "2001:db8::8a2e:370:7334", "fe80:0:0:0:200:f8ff:fe21:67cf", "1::"),
             "email", List.of("a@b.co", "first.last+tag@sub.example.org"),
             "uri", List.of("https://example.com/a/b?x=1&y=%20#frag", "mailto:joe@example.com", "urn:isbn:0451450523",
-                    "http://localhost:8080"),
+                    "http://localhost:8080", "file:///path/to/file1.js", "file:///C:/Users/username/Templates"),
             "hostname", List.of("example.com", "a-b.c", "localhost"),
             "uri-reference", List.of("https://example.com/a", "../a/b?x=1", "/a/b#f", "a/b:c", "#frag", "",
                     "//host:80/p"));
