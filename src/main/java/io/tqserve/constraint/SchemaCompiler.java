@@ -89,7 +89,7 @@ public final class SchemaCompiler {
         return JsonLexemes.quote(s);
     }
 
-    private <N extends Node> N count(N n, String at) {
+    <N extends Node> N count(N n, String at) {
         if (++nodes > limits.maxNodes()) {
             throw new ConstraintBudgetException(keywordAt(at), "the schema compiles to more than "
                     + limits.maxNodes() + " grammar nodes");
@@ -103,7 +103,13 @@ public final class SchemaCompiler {
         return SchemaKeywords.KNOWN.contains(k) ? k : at.contains("/") ? at.substring(at.lastIndexOf('/', i - 1) + 1, i) : k;
     }
 
-    private void check(String at) {
+    /** {@link #check} with the clock read now (before and after steps that take long). */
+    void checkNow(String at) {
+        checks |= 63;
+        check(at);
+    }
+
+    void check(String at) {
         if ((++checks & 63) == 0) {
             if (Thread.interrupted()) {
                 Thread.currentThread().interrupt();
@@ -116,15 +122,15 @@ public final class SchemaCompiler {
         }
     }
 
-    private Node lit(String s, String at) {
+    Node lit(String s, String at) {
         return count(Grammar.lit(s), at);
     }
 
-    private Node seq(String at, Node... parts) {
+    Node seq(String at, Node... parts) {
         return count(Grammar.seq(parts), at);
     }
 
-    private Node alt(String at, Node... options) {
+    Node alt(String at, Node... options) {
         return count(Grammar.alt(options), at);
     }
 
@@ -283,7 +289,7 @@ public final class SchemaCompiler {
     }
 
     /** The schema a local {@code $ref} points to. */
-    private Object resolve(String ref, String at) {
+    Object resolve(String ref, String at) {
         if (!ref.equals("#") && !ref.startsWith("#/")) {
             throw new UnsupportedSchemaException("$ref", "$ref '" + ref + "' at " + at
                     + " is not a local reference (#/$defs/... or #/definitions/...)");
@@ -390,7 +396,7 @@ public final class SchemaCompiler {
             l.forEach(t -> types.add(String.valueOf(t)));
         } else if (type == null) {
             if (m.containsKey("properties") || m.containsKey("required") || m.containsKey("additionalProperties")
-                    || m.containsKey(Negation.ABSENT)) {
+                    || m.containsKey(Negation.ABSENT) || ObjectSchemas.applies(m)) {
                 types.add("object");
             } else if (m.containsKey("items") || m.containsKey("minItems") || m.containsKey("maxItems")) {
                 types.add("array");
@@ -444,7 +450,19 @@ public final class SchemaCompiler {
         return anyValue;
     }
 
+    /** JSON whitespace inside objects and arrays. */
+    Node ws() {
+        return ws;
+    }
+
+    ConstraintLimits limits() {
+        return limits;
+    }
+
     private Node object(Map<?, ?> m, String at) {
+        if (ObjectSchemas.applies(m)) {
+            return ObjectSchemas.object(this, m, at);
+        }
         Object props = m.get("properties");
         List<String> required = new ArrayList<>();
         if (m.get("required") instanceof List<?> r) {

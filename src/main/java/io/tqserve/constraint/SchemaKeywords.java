@@ -24,11 +24,12 @@ final class SchemaKeywords {
             "properties", "required", "additionalProperties", "items", "minItems", "maxItems", "uniqueItems",
             "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "format",
             "multipleOf", "nullable", "pattern", "prefixItems", "additionalItems", "not", Negation.ABSENT,
-            Negation.NOT_STRINGS, Negation.NOT_PATTERNS);
+            Negation.NOT_STRINGS, Negation.NOT_PATTERNS, "patternProperties", "propertyNames", "minProperties",
+            "maxProperties", "dependentRequired", "dependencies");
     /** Validation keywords (drafts 3 to 2020-12) that are not enforced: a schema using one is refused. */
-    static final Set<String> REFUSED = Set.of("maxContains", "minContains", "dependentRequired",
-            "if", "dependentSchemas", "contains", "patternProperties", "propertyNames",
-            "unevaluatedItems", "unevaluatedProperties", "$dynamicRef", "$recursiveRef", "dependencies", "disallow",
+    static final Set<String> REFUSED = Set.of("maxContains", "minContains",
+            "if", "dependentSchemas", "contains",
+            "unevaluatedItems", "unevaluatedProperties", "$dynamicRef", "$recursiveRef", "disallow",
             "extends", "divisibleBy", "$anchor", "$dynamicAnchor", "$recursiveAnchor", "contentEncoding",
             "contentMediaType", "contentSchema");
     /** Formats some JSON Schema draft defines (a validator may assert them): unsupported ones are refused. */
@@ -47,8 +48,7 @@ final class SchemaKeywords {
      * validation vocabulary (annotations, extensions such as {@code x-...}, misspellings) are dropped: JSON Schema
      * ignores unknown keywords; so is a {@code format} that no draft defines (an annotation). Validation keywords
      * this compiler cannot enforce exactly are refused. Draft 4's boolean {@code exclusiveMinimum}/{@code
-     * exclusiveMaximum} become the numeric form; {@code minProperties}, {@code maxProperties} are dropped where
-     * they cannot fail (else refused); draft 4's array {@code items} becomes {@code prefixItems}.
+     * exclusiveMaximum} become the numeric form; draft 4's array {@code items} becomes {@code prefixItems}.
      */
     static Map<String, Object> normalize(Map<?, ?> raw, String at) {
         Map<String, Object> m = new LinkedHashMap<>();
@@ -91,27 +91,6 @@ final class SchemaKeywords {
             }
         }
         m.remove("additionalItems"); // beside a schema-valued items it has no effect
-        Set<String> required = new HashSet<>();
-        if (raw.get("required") instanceof List<?> r) {
-            r.forEach(x -> required.add(String.valueOf(x)));
-        }
-        if (raw.containsKey("minProperties")) {
-            if (!(raw.get("minProperties") instanceof Number n) || n.longValue() > required.size()) {
-                throw new UnsupportedSchemaException("minProperties", "minProperties (at " + at + ") beyond the "
-                        + "required properties is not supported by constrained decoding");
-            }
-        }
-        if (raw.containsKey("maxProperties")) {
-            Set<String> all = new HashSet<>(required);
-            if (raw.get("properties") instanceof Map<?, ?> props) {
-                props.keySet().forEach(k -> all.add(String.valueOf(k)));
-            }
-            if (!(raw.get("maxProperties") instanceof Number n) || !Boolean.FALSE.equals(raw.get(
-                    "additionalProperties")) || n.longValue() < all.size()) {
-                throw new UnsupportedSchemaException("maxProperties", "maxProperties (at " + at + ") that can fail "
-                        + "is not supported by constrained decoding");
-            }
-        }
         return m;
     }
 
@@ -207,8 +186,8 @@ final class SchemaKeywords {
                 }
                 case "additionalProperties", "items" -> Boolean.FALSE.equals(x) || Boolean.FALSE.equals(y)
                         ? Boolean.FALSE : Boolean.TRUE.equals(x) ? y : Boolean.TRUE.equals(y) ? x : both(x, y);
-                case "minItems", "minLength", "minimum", "exclusiveMinimum" -> tighter(x, y, k, at, true);
-                case "maxItems", "maxLength", "maximum", "exclusiveMaximum" -> tighter(x, y, k, at, false);
+                case "minItems", "minLength", "minProperties", "minimum", "exclusiveMinimum" -> tighter(x, y, k, at, true);
+                case "maxItems", "maxLength", "maxProperties", "maximum", "exclusiveMaximum" -> tighter(x, y, k, at, false);
                 case "uniqueItems" -> Boolean.TRUE.equals(x) || Boolean.TRUE.equals(y);
                 case "nullable" -> Boolean.TRUE.equals(x) && Boolean.TRUE.equals(y);
                 case "anyOf", "oneOf" -> cross((List<?>) x, (List<?>) y, k, at);
@@ -231,6 +210,11 @@ final class SchemaKeywords {
             }
             out.put(k, v);
         }
+        if (patternsOpen(a, b) || patternsOpen(b, a)) {
+            throw new UnsupportedSchemaException("patternProperties", "patternProperties in a conjunction (allOf, "
+                    + "or beside $ref/anyOf/oneOf) at " + at + " with additionalProperties in another part is not "
+                    + "supported by constrained decoding");
+        }
         if (!closeOver(out, a, b) || !closeOver(out, b, a)) {
             return null;
         }
@@ -238,8 +222,19 @@ final class SchemaKeywords {
     }
 
     /**
+     * Whether {@code x}'s patternProperties would exempt names from {@code y}'s additionalProperties in the merged
+     * schema: names matching them are not additional there, but are in {@code y}.
+     */
+    private static boolean patternsOpen(Map<String, Object> x, Map<String, Object> y) {
+        Object addl = y.get("additionalProperties");
+        return x.get("patternProperties") instanceof Map<?, ?> pp && !pp.isEmpty() && addl != null
+                && !Boolean.TRUE.equals(addl) && !Literals.json(pp).equals(Literals.json(y.get("patternProperties")));
+    }
+
+    /**
      * {@code from}'s additionalProperties applies to the properties {@code other} declares and {@code from} does
-     * not: their schemas in {@code out} become the conjunction with it (false: the property may not appear).
+     * not and that match none of its patternProperties: their schemas in {@code out} become the conjunction with
+     * it (false: the property may not appear).
      * False when a required property is so forbidden.
      */
     private static boolean closeOver(Map<String, Object> out, Map<String, Object> from, Map<String, Object> other) {
@@ -257,7 +252,7 @@ final class SchemaKeywords {
         }
         for (Object n : op.keySet()) {
             String name = String.valueOf(n);
-            if (!own.containsKey(name)) {
+            if (!own.containsKey(name) && !matchesPattern(from, name)) {
                 if (Boolean.FALSE.equals(addl)) {
                     if (required.contains(name)) {
                         return false;
@@ -269,6 +264,18 @@ final class SchemaKeywords {
             }
         }
         return true;
+    }
+
+    /** Whether {@code name} matches one of the patternProperties of {@code schema} (then it is not additional). */
+    private static boolean matchesPattern(Map<String, Object> schema, String name) {
+        if (schema.get("patternProperties") instanceof Map<?, ?> pp) {
+            for (Object p : pp.keySet()) {
+                if (EcmaRegex.search(String.valueOf(p), ConstraintLimits.DEFAULT.maxLexemeStates()).run(name)) {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     private static Object tighter(Object x, Object y, String k, String at, boolean lower) {

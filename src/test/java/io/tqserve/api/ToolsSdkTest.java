@@ -218,10 +218,10 @@ class ToolsSdkTest extends ServingTestContext {
         assertThat(e.get("code").asString()).isEqualTo("unsupported_schema");
         assertThat(e.get("message").asString()).contains("'divisibleBy'").contains("#/properties/code");
         var tool = post("/v1/chat/completions", chatBody(60, ",\"tools\":[{\"type\":\"function\",\"function\":"
-                + "{\"name\":\"f\",\"parameters\":{\"type\":\"object\",\"minProperties\":1}}}],"
+                + "{\"name\":\"f\",\"parameters\":{\"type\":\"object\",\"dependentSchemas\":{\"a\":{}}}}}],"
                 + "\"tool_choice\":\"required\""));
         assertThat(tool.statusCode()).isEqualTo(400);
-        assertThat(JSON.readTree(tool.body()).get("error").get("message").asString()).contains("minProperties (at #)");
+        assertThat(JSON.readTree(tool.body()).get("error").get("message").asString()).contains("'dependentSchemas' (at #)");
     }
 
     @Test
