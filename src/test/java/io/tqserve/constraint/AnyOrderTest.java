@@ -1,6 +1,7 @@
 package io.tqserve.constraint;
 
 import static io.tqserve.constraint.GrammarEngineTest.accepts;
+import static io.tqserve.constraint.GrammarEngineTest.check;
 import static io.tqserve.constraint.GrammarEngineTest.validator;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -17,17 +18,6 @@ import org.junit.jupiter.api.Test;
  * in another order than the schema; every expectation is checked against a draft 2020-12 validator.
  */
 class AnyOrderTest {
-    private static void check(String schema, List<String> valid, List<String> invalid) {
-        for (String ok : valid) {
-            assertThat(validator(schema).validate(ok, InputFormat.JSON)).as("validator on %s", ok).isEmpty();
-            assertThat(accepts(schema, ok)).as("%s on %s", schema, ok).isTrue();
-        }
-        for (String bad : invalid) {
-            assertThat(validator(schema).validate(bad, InputFormat.JSON)).as("validator on %s", bad).isNotEmpty();
-            assertThat(accepts(schema, bad)).as("%s on %s", schema, bad).isFalse();
-        }
-    }
-
     @Test
     void membersComeInAnyOrderEachOnceWithTheRequiredOnesAll() {
         // Github_easy---o10094

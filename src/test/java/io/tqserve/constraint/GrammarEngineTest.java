@@ -47,6 +47,18 @@ class GrammarEngineTest {
                 InputFormat.JSON);
     }
 
+    /** Every valid document accepted and every invalid one rejected, each expectation confirmed by the validator. */
+    static void check(String schema, List<String> valid, List<String> invalid) {
+        for (String ok : valid) {
+            assertThat(validator(schema).validate(ok, InputFormat.JSON)).as("validator on %s", ok).isEmpty();
+            assertThat(accepts(schema, ok)).as("%s on %s", schema, ok).isTrue();
+        }
+        for (String bad : invalid) {
+            assertThat(validator(schema).validate(bad, InputFormat.JSON)).as("validator on %s", bad).isNotEmpty();
+            assertThat(accepts(schema, bad)).as("%s on %s", schema, bad).isFalse();
+        }
+    }
+
     static final String PERSON = """
             {"type": "object", "properties": {
               "name": {"type": "string", "minLength": 1, "maxLength": 5},

@@ -1,12 +1,11 @@
 package io.tqserve.constraint;
 
 import static io.tqserve.constraint.GrammarEngineTest.accepts;
+import static io.tqserve.constraint.GrammarEngineTest.check;
 import static io.tqserve.constraint.GrammarEngineTest.schema;
-import static io.tqserve.constraint.GrammarEngineTest.validator;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import com.networknt.schema.InputFormat;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -16,17 +15,6 @@ import org.junit.jupiter.api.Test;
  * {@code dependencies} is checked against a draft 2020-12 validator as well.
  */
 class ObjectSchemasTest {
-    private static void check(String schema, List<String> valid, List<String> invalid) {
-        for (String ok : valid) {
-            assertThat(validator(schema).validate(ok, InputFormat.JSON)).as("validator on %s", ok).isEmpty();
-            assertThat(accepts(schema, ok)).as("%s on %s", schema, ok).isTrue();
-        }
-        for (String bad : invalid) {
-            assertThat(validator(schema).validate(bad, InputFormat.JSON)).as("validator on %s", bad).isNotEmpty();
-            assertThat(accepts(schema, bad)).as("%s on %s", schema, bad).isFalse();
-        }
-    }
-
     @Test
     void aNameMatchingTwoPatternsTakesBothSchemasAndOthersTakeAdditionalProperties() {
         check("""
