@@ -132,7 +132,7 @@ final class StructuredOutput {
             boolean object = chat.format().type().equals("json_object");
             key = object ? "json_object" : "json_schema:" + Wire.json(chat.format().schema());
             grammar = object ? () -> SchemaCompiler.anyObject(limits)
-                    : () -> SchemaCompiler.compile(chat.format().schema(), limits);
+                    : () -> SchemaCompiler.compileForGeneration(chat.format().schema(), limits);
         } else if (format != null) {
             param = "tools";
             List<ToolSpec> tools = chat.namedTool() == null ? chat.toolSpecs()

@@ -1,6 +1,7 @@
 package io.tqserve.cli;
 
 import io.tqserve.backend.cpu.CpuBackend;
+import io.tqserve.constraint.ConstraintLimits;
 import io.tqserve.constraint.ConstraintState;
 import io.tqserve.constraint.SchemaCompiler;
 import io.tqserve.constraint.TokenConstraint;
@@ -67,7 +68,7 @@ final class ConstraintBenchmark {
             long t0 = System.nanoTime();
             Vocabulary vocabulary = new Vocabulary(TokenBytes.load(model.dir(), vocabSize));
             long t1 = System.nanoTime();
-            TokenConstraint constraint = new TokenConstraint(SchemaCompiler.compile(schema), vocabulary);
+            TokenConstraint constraint = new TokenConstraint(SchemaCompiler.compileForGeneration(schema, ConstraintLimits.DEFAULT), vocabulary);
             long t2 = System.nanoTime();
             System.out.printf("vocabulary trie: %.1f ms (%d tokens); schema -> grammar: %.1f ms (%d nodes, "
                     + "at least %d tokens)%n", (t1 - t0) / 1e6, vocabSize, (t2 - t1) / 1e6,
@@ -101,7 +102,7 @@ final class ConstraintBenchmark {
                 double stepUs = freeNs / steps / 1e3;
                 double withMaskUs = constrainedNs / steps / 1e3;
                 double warmUs = replay(constraint, outputs, eos, maxTokens, vocabSize) / 1e3;
-                TokenConstraint cold = new TokenConstraint(SchemaCompiler.compile(schema), vocabulary);
+                TokenConstraint cold = new TokenConstraint(SchemaCompiler.compileForGeneration(schema, ConstraintLimits.DEFAULT), vocabulary);
                 long c0 = System.nanoTime();
                 double coldFirstUs = replay(cold, outputs.subList(0, 1), eos, maxTokens, vocabSize) / 1e3;
                 long c1 = System.nanoTime();

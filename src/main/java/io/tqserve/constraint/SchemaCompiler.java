@@ -37,6 +37,8 @@ public final class SchemaCompiler {
     private final Map<?, ?> root;
     private final ConstraintLimits limits;
     private final long deadline;
+    /** Whether an object without additionalProperties takes undeclared members (JSON Schema's reading). */
+    private final boolean openByDefault;
     private final Map<String, Rule> rules = new HashMap<>();
     private final Node ws;
     private Rule anyValue;
@@ -44,14 +46,15 @@ public final class SchemaCompiler {
     private int checks;
     private int negations;
 
-    private SchemaCompiler(Map<?, ?> root, ConstraintLimits limits) {
-        this(root, limits, System.nanoTime() + limits.compileMillis() * 1_000_000L);
+    private SchemaCompiler(Map<?, ?> root, ConstraintLimits limits, boolean openByDefault) {
+        this(root, limits, System.nanoTime() + limits.compileMillis() * 1_000_000L, openByDefault);
     }
 
-    private SchemaCompiler(Map<?, ?> root, ConstraintLimits limits, long deadline) {
+    private SchemaCompiler(Map<?, ?> root, ConstraintLimits limits, long deadline, boolean openByDefault) {
         this.root = root;
         this.limits = limits;
         this.deadline = deadline;
+        this.openByDefault = openByDefault;
         this.ws = limits.maxWhitespace() == 0 ? Grammar.EMPTY : new Lex(JsonLexemes.WHITESPACE, 0,
                 limits.maxWhitespace());
     }
@@ -63,13 +66,28 @@ public final class SchemaCompiler {
 
     /** The grammar of the documents valid against {@code schema}, within {@code limits}. */
     public static Grammar compile(Object schema, ConstraintLimits limits) {
+        return compile(schema, limits, true);
+    }
+
+    /**
+     * The grammar a model generates against {@code schema}: the valid documents, except that an object whose
+     * schema declares members and says nothing of {@code additionalProperties} writes only its declared members
+     * ({@code additionalProperties: true} or a schema lets others through). Every document is still valid; a small
+     * model left free to add members it invents (as JSON Schema's default allows) writes them until the completion
+     * budget closes the object. XGrammar's strict mode and OpenAI's strict structured outputs read schemas alike.
+     */
+    public static Grammar compileForGeneration(Object schema, ConstraintLimits limits) {
+        return compile(schema, limits, false);
+    }
+
+    private static Grammar compile(Object schema, ConstraintLimits limits, boolean openByDefault) {
         if (Boolean.TRUE.equals(schema)) {
             schema = Map.of();
         }
         if (!(schema instanceof Map<?, ?> m)) {
             throw new UnsupportedSchemaException("schema", "the schema must be a JSON object");
         }
-        SchemaCompiler c = new SchemaCompiler(m, limits);
+        SchemaCompiler c = new SchemaCompiler(m, limits, openByDefault);
         Node n = c.value(m, "#");
         Grammar g = Grammar.of(n);
         if (g.root.minLen >= Grammar.INF) {
@@ -80,7 +98,7 @@ public final class SchemaCompiler {
 
     /** Any JSON object (json_object mode), values nested to any depth. */
     public static Grammar anyObject(ConstraintLimits limits) {
-        SchemaCompiler c = new SchemaCompiler(Map.of(), limits);
+        SchemaCompiler c = new SchemaCompiler(Map.of(), limits, true);
         return Grammar.of(c.object(Map.of("type", "object"), "#"));
     }
 
@@ -375,7 +393,7 @@ public final class SchemaCompiler {
         if (rest.isEmpty()) {
             return s -> true;
         }
-        SchemaCompiler sub = new SchemaCompiler(root, limits, deadline);
+        SchemaCompiler sub = new SchemaCompiler(root, limits, deadline, openByDefault);
         Grammar g = Grammar.of(sub.value(rest, at));
         nodes += sub.nodes;
         Parser p = new Parser(limits);
@@ -522,7 +540,8 @@ public final class SchemaCompiler {
             }
         }
         names.addAll(absent); // names the object must not have (not required) are no undeclared members either
-        Node extraValue = closed ? null : undeclared != null ? undeclared : undeclaredValue(additional, at);
+        Node extraValue = closed || additional == null && !openByDefault ? null
+                : undeclared != null ? undeclared : undeclaredValue(additional, at);
         Node extra = extraValue == null ? null : count(UndeclaredNames.member(names, extraValue, ws, limits), at);
         int n = members.size();
         if (n >= 1 && n <= AnyOrder.MAX_MEMBERS) { // members in any order, undeclared ones among them

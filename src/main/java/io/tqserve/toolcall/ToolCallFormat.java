@@ -187,7 +187,7 @@ public enum ToolCallFormat {
                 : Grammar.literal(callOpen);
         List<Grammar> calls = new ArrayList<>();
         for (ToolSpec t : tools) {
-            Grammar arguments = SchemaCompiler.compile(t.parameters(), limits);
+            Grammar arguments = SchemaCompiler.compileForGeneration(t.parameters(), limits);
             calls.add(argsMarker.isEmpty()
                     ? Grammar.seq(open, Grammar.literal("{\"name\": " + SchemaCompiler.quote(t.name()) + ", \""
                             + argumentsKey + "\": "), arguments, Grammar.literal("}" + callClose))

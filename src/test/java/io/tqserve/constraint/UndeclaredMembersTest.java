@@ -131,4 +131,23 @@ class UndeclaredMembersTest {
         assertThat(accepts(s, "{\"a\": 1, \"b\": 2}")).isFalse();
         assertThat(accepts(s, "{\"a\": 1, \"b\": \"x\"}")).isFalse();
     }
+
+    @Test
+    void generationWritesUndeclaredMembersOnlyWhereAdditionalPropertiesSaysSo() {
+        String absent = """
+                {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}""";
+        String open = """
+                {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
+                 "additionalProperties": {"type": "integer"}}""";
+        // JSON Schema's reading (MaskBench, validation): an absent additionalProperties allows any other member
+        assertThat(GrammarEngineTest.accepts(SchemaCompiler.compile(GrammarEngineTest.schema(absent)),
+                "{\"city\": \"Paris\", \"key\": \"set\"}")).isTrue();
+        // what a model generates: the declared members only, unless additionalProperties names a schema or true
+        Grammar strict = SchemaCompiler.compileForGeneration(GrammarEngineTest.schema(absent), ConstraintLimits.DEFAULT);
+        assertThat(GrammarEngineTest.accepts(strict, "{\"city\": \"Paris\"}")).isTrue();
+        assertThat(GrammarEngineTest.accepts(strict, "{\"city\": \"Paris\", \"key\": \"set\"}")).isFalse();
+        Grammar extra = SchemaCompiler.compileForGeneration(GrammarEngineTest.schema(open), ConstraintLimits.DEFAULT);
+        assertThat(GrammarEngineTest.accepts(extra, "{\"city\": \"Paris\", \"n\": 3}")).isTrue();
+        assertThat(GrammarEngineTest.accepts(extra, "{\"city\": \"Paris\", \"n\": \"x\"}")).isFalse();
+    }
 }
