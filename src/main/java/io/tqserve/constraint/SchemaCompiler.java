@@ -450,7 +450,7 @@ public final class SchemaCompiler {
     }
 
     /** Any JSON value (free-form parts of a schema): a recursive rule, built once per compile. */
-    private Node anyValue() {
+    Node anyValue() {
         if (anyValue != null) {
             return anyValue;
         }
@@ -477,118 +477,18 @@ public final class SchemaCompiler {
         return limits;
     }
 
-    private Node object(Map<?, ?> m, String at) {
-        if (ObjectSchemas.applies(m)) {
-            return ObjectSchemas.object(this, m, at);
-        }
-        Object props = m.get("properties");
-        List<String> required = new ArrayList<>();
-        if (m.get("required") instanceof List<?> r) {
-            r.forEach(x -> required.add(String.valueOf(x)));
-        } else if (m.containsKey("required")) {
-            throw new UnsupportedSchemaException("required", "required at " + at + " must be an array");
-        }
-        Object additional = m.get("additionalProperties");
-        boolean closed = Boolean.FALSE.equals(additional);
-        Set<String> absent = Negation.absent(m, at);
-        if (absent.stream().anyMatch(required::contains)) {
-            return Grammar.fail();
-        }
-        Node open = lit("{", at);
-        Node close = lit("}", at);
-        if (props == null && required.isEmpty()) {
-            if (closed) {
-                return seq(at, open, ws, close);
-            }
-            Node value = additional instanceof Map<?, ?> am ? value(am, at + "/additionalProperties") : anyValue();
-            Node string = absent.isEmpty() ? seq(at, lit("\"", at), count(new Lex(JsonLexemes.STRING_CHAR, 0, -1), at),
-                    lit("\"", at)) : count(ScalarSchemas.string(Map.of(Negation.NOT_STRINGS, new ArrayList<>(absent)),
-                    at, limits, () -> check(at)), at);
-            Node member = seq(at, string, ws, lit(":", at), ws, value, ws);
-            return seq(at, open, ws, alt(at, close, seq(at, count(new Rep(member, seq(at, lit(",", at), ws), 1, -1),
-                    at), close)));
-        }
-        if (props != null && !(props instanceof Map<?, ?>)) {
-            throw new UnsupportedSchemaException("properties", "properties at " + at + " must be an object");
-        }
-        Map<?, ?> p = props instanceof Map<?, ?> pm ? pm : Map.of();
-        List<Node> members = new ArrayList<>();
-        List<Boolean> req = new ArrayList<>();
-        List<String> names = new ArrayList<>();
-        for (Map.Entry<?, ?> e : p.entrySet()) {
-            String name = String.valueOf(e.getKey());
-            names.add(name);
-            if (absent.contains(name)) {
-                continue; // optional (required ones failed above): left out
-            }
-            Node value = value(e.getValue(), at + "/properties/" + name);
-            members.add(seq(at, lit(quote(name), at), ws, lit(":", at), ws, value, ws));
-            req.add(required.contains(name));
-        }
-        Node undeclared = null; // the value of a member properties does not declare
-        for (String r : required) {
-            if (!p.containsKey(r)) {
-                if (closed) {
-                    throw new UnsupportedSchemaException("required", "required property '" + r + "' at " + at
-                            + " is not in properties and additionalProperties is false");
-                }
-                undeclared = undeclared != null ? undeclared : additional instanceof Map<?, ?> am
-                        ? value(am, at + "/additionalProperties") : anyValue();
-                members.add(seq(at, lit(quote(r), at), ws, lit(":", at), ws, undeclared, ws));
-                names.add(r);
-                req.add(true);
-            }
-        }
-        names.addAll(absent); // names the object must not have (not required) are no undeclared members either
-        Node extraValue = closed || additional == null && !openByDefault ? null
-                : undeclared != null ? undeclared : undeclaredValue(additional, at);
-        Node extra = extraValue == null ? null : count(UndeclaredNames.member(names, extraValue, ws, limits), at);
-        int n = members.size();
-        if (n >= 1 && n <= AnyOrder.MAX_MEMBERS) { // members in any order, undeclared ones among them
-            int requiredBits = 0;
-            for (int i = 0; i < n; i++) {
-                requiredBits |= req.get(i) ? 1 << i : 0;
-            }
-            return seq(at, open, ws, count(new AnyOrder(members.toArray(Node[]::new), requiredBits, extra,
-                    seq(at, lit(",", at), ws), close), at));
-        }
-        // more members: in the schema's order, undeclared ones after them (the order LLGuidance and MaskBench's
-        // instances follow). Built from the back, linear in the members: K[i] = one member from i on (skipping
-        // optional ones), then R[next]; R[i] = nothing more (if members i.. are all optional) or ", " K[i]
-        Node extras = extra == null ? null : count(new Rep(extra, seq(at, lit(",", at), ws), 1, -1), at);
-        Node end = extras == null ? Grammar.EMPTY : alt(at, Grammar.EMPTY, seq(at, lit(",", at), ws, extras));
-        Node[] k = new Node[n + 1];
-        Node[] r = new Node[n + 1];
-        k[n] = Grammar.fail();
-        r[n] = end;
-        boolean allOptional = true;
-        for (int i = n - 1; i >= 0; i--) {
-            Node one = seq(at, members.get(i), r[i + 1]);
-            k[i] = req.get(i) ? one : alt(at, one, k[i + 1]);
-            allOptional &= !req.get(i);
-            Node more = seq(at, lit(",", at), ws, k[i]);
-            r[i] = allOptional ? alt(at, end, more) : more;
-        }
-        Node body = seq(at, k[0], close);
-        return seq(at, open, ws, allOptional ? alt(at, close, body, extras == null ? Grammar.fail()
-                : seq(at, extras, close)) : body);
+    /** Whether an object without additionalProperties takes undeclared members. */
+    boolean openByDefault() {
+        return openByDefault;
     }
 
-    /**
-     * The value of an undeclared member (additionalProperties' schema, or any value), or null when that schema is
-     * one this compiler refuses: the object then takes its declared members only (fewer documents, none invalid).
-     */
-    private Node undeclaredValue(Object additional, String at) {
-        if (!(additional instanceof Map<?, ?> am)) {
-            return anyValue();
-        }
-        Set<String> before = new HashSet<>(rules.keySet());
-        try {
-            return value(am, at + "/additionalProperties");
-        } catch (UnsupportedSchemaException e) {
-            rules.keySet().retainAll(before); // rules left half-built by the refusal
-            return null;
-        }
+    /** The names of the rules built so far (a refused part's half-built rules are dropped by retaining these). */
+    Set<String> ruleNames() {
+        return rules.keySet();
+    }
+
+    private Node object(Map<?, ?> m, String at) {
+        return ObjectGrammar.object(this, m, at);
     }
 
     private Node array(Map<?, ?> m, String at) {
