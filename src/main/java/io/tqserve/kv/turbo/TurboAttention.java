@@ -108,6 +108,70 @@ final class TurboAttention {
         }
     }
 
+    /**
+     * Fused-path attention of {@code rows} consecutive rows r (position n0−1+r, over tokens [0, n0+r)) for the query
+     * heads of KV head {@code g}, in one pass over the cache: the rows' query heads are scored and weighted together,
+     * as {@link #attend} does for the heads that share a KV head, so each block's codes are converted once for all
+     * rows instead of once per row. A row's weights past its own last token are zero; the fused kernels accumulate
+     * per lane over the tokens in order, so the extra terms add exact zeros and every row's output is bit-identical to
+     * {@link #attend} of that row alone. Needs a bf16 prefix (if any) that ends before row 0's last token.
+     */
+    void attendRows(int layer, int g, int rowOffset, int r0, int rows, int n0, float[] q, float[] out) {
+        AttentionShape shape = cache.shape();
+        Kernels kernels = cache.kernels();
+        TurboBlockLayout lay = cache.blocks();
+        int d = shape.headDim();
+        int heads = shape.groupSize();
+        int hr = rows * heads; // query heads of all rows, row-major
+        int groups = lay.groups();
+        Bf16Prefix prefix = cache.prefix();
+        int nP = prefix == null ? 0 : prefix.tokens();
+        int nMax = n0 + rows - 1;
+        int nT = nMax - nP;
+        int stride = nP + (nT + T - 1) / T * T;
+        float scale = cache.scale();
+        MemorySegment[] chunks = cache.chunkArray();
+        long headBase = cache.headBase(layer, g);
+        TurboKernels tk = cache.turboKernels();
+        Scratch s = SCRATCH.get();
+        float[] qg = s.rowsQ(hr * d);
+        for (int r = 0; r < rows; r++) {
+            System.arraycopy(q, (rowOffset + r0 + r) * shape.qDim() + g * heads * d, qg, r * heads * d, heads * d);
+        }
+        float[] sc = s.scores(hr * stride);
+        for (int j = 0; j < hr && nP > 0; j++) {
+            prefix.scores(kernels, layer, g, nP, qg, j * d, scale, sc, j * stride);
+        }
+        float[] qsum = s.qsum(hr * groups);
+        for (int j = 0; j < hr; j++) {
+            for (int gr = 0; gr < groups; gr++) {
+                float sum = 0f;
+                for (int i = gr * 32; i < gr * 32 + 32; i++) {
+                    sum += qg[j * d + i];
+                }
+                qsum[j * groups + gr] = sum;
+            }
+        }
+        tk.scores(lay, chunks, headBase, nT, qg, 0, hr, qsum, sc, nP, stride, scale, s);
+        for (int j = 0; j < hr; j++) {
+            int n = n0 + j / heads;
+            tk.softmax(sc, j * stride, n);
+            Arrays.fill(sc, j * stride + n, j * stride + nMax, 0f); // tokens after the row's own: weight 0
+        }
+        float[] og = s.rowsOut(hr * d);
+        tk.values(lay, chunks, headBase, nT, sc, nP, stride, hr, og, 0, s);
+        for (int r = 0; r < rows; r++) {
+            int o = (rowOffset + r0 + r) * shape.qDim() + g * heads * d;
+            System.arraycopy(og, r * heads * d, out, o, heads * d);
+            for (int j = 0; j < heads; j++) {
+                tk.unrotate(out, o + j * d, d);
+                if (nP > 0) {
+                    prefix.accumulate(kernels, layer, g, nP, sc, (r * heads + j) * stride, out, o + j * d);
+                }
+            }
+        }
+    }
+
     /** Per-thread buffers, grown on demand. */
     static final class Scratch {
         private float[] scores = new float[0];
@@ -118,6 +182,8 @@ final class TurboAttention {
         private float[] vw = new float[0];
         private float[] row = new float[0];
         private float[] row2 = new float[0];
+        private float[] rowsQ = new float[0];
+        private float[] rowsOut = new float[0];
         private int[] codes = new int[0];
         private MemorySegment entry = MemorySegment.ofArray(new byte[0]);
 
@@ -151,6 +217,14 @@ final class TurboAttention {
 
         float[] row(int n) {
             return row.length >= n ? row : (row = new float[n]);
+        }
+
+        float[] rowsQ(int n) {
+            return rowsQ.length >= n ? rowsQ : (rowsQ = new float[grow(rowsQ.length, n)]);
+        }
+
+        float[] rowsOut(int n) {
+            return rowsOut.length >= n ? rowsOut : (rowsOut = new float[grow(rowsOut.length, n)]);
         }
 
         float[] row2(int n) {

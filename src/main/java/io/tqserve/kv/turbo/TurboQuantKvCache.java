@@ -12,7 +12,8 @@ import java.lang.foreign.MemorySegment;
  * holds, per (layer, KV head), 16 blocks of 16 tokens in the {@link TurboBlockLayout} arrangement of the codec's
  * entries, so the bytes it holds per token are exactly {@code KvLayout}'s. Attention runs one of three
  * {@link AttentionPath}s (default {@link AttentionPath#FUSED}), in parallel over (row, KV head) tasks, each task
- * serving all query heads that share its KV head so the cache is read once per KV head.
+ * serving all query heads that share its KV head so the cache is read once per KV head (on the fused path, the
+ * rows of a multi-row chunk share a task too: {@link #attendStored}).
  *
  * <p>With {@code quantizedKvStart} N > 0 the first N tokens of the sequence are kept in bf16 ({@link Bf16Prefix});
  * the rest are stored quantized (turbo index = position − N).
@@ -21,6 +22,8 @@ public final class TurboQuantKvCache extends ChunkedKvCache {
     static final int BLOCKS = CHUNK / TurboBlockLayout.TOKENS;
     /** Below this many new entries per layer, store runs on the caller's thread. */
     private static final int PARALLEL_STORE_ENTRIES = 64;
+    /** Most rows one fused attention task serves (bounds its score scratch to 16 · group · context floats). */
+    static final int ROWS_PER_TASK = 16;
 
     private final TurboBlockLayout blocks; // chunks are (layers, numKvHeads, BLOCKS, block bytes)
     private final AttentionPath path;
@@ -152,10 +155,28 @@ public final class TurboQuantKvCache extends ChunkedKvCache {
                 TurboAttention.scratch().codes(shape.headDim()));
     }
 
+    /**
+     * Each new row over the stored tokens. On the fused path several rows (a verification pass's draft, a prompt's
+     * continuation) are attended together, at most {@link #ROWS_PER_TASK} per task ({@link TurboAttention#attendRows}:
+     * the cache is read and its codes converted once per task rather than once per row), in as many tasks as the
+     * backend has threads; bit-identical to attending each row alone.
+     */
     @Override
     protected void attendStored(int layer, int rowOffset, int rows, float[] q, float[] out) {
         int kvHeads = shape.numKvHeads();
-        backend.parallelFor(rows * kvHeads, task -> attention.attend(path, layer, task % kvHeads, rowOffset,
-                task / kvHeads, length() + task / kvHeads + 1, q, out));
+        int length = length();
+        if (rows == 1 || path != AttentionPath.FUSED || (prefix != null && prefix.tokens() >= length + 1)) {
+            backend.parallelFor(rows * kvHeads, task -> attention.attend(path, layer, task % kvHeads, rowOffset,
+                    task / kvHeads, length + task / kvHeads + 1, q, out));
+            return;
+        }
+        int parts = Math.min(rows, Math.max((rows + ROWS_PER_TASK - 1) / ROWS_PER_TASK,
+                (backend.threads() + kvHeads - 1) / kvHeads));
+        backend.parallelFor(parts * kvHeads, task -> {
+            int part = task / kvHeads;
+            int r0 = (int) ((long) rows * part / parts);
+            int r1 = (int) ((long) rows * (part + 1) / parts);
+            attention.attendRows(layer, task % kvHeads, rowOffset, r0, r1 - r0, length + r0 + 1, q, out);
+        });
     }
 }

@@ -78,6 +78,27 @@ class TurboAttentionPathsTest {
         return out;
     }
 
+    /** As {@link #run}, with the chunks after the prefill of the given row counts (repeated until total). */
+    static float[] runChunks(TurboQuantKvCache cache, Inputs in, int prefill, int total, int... sizes) {
+        AttentionShape s = cache.shape();
+        float[] out = new float[total * s.qDim()];
+        int pos = 0;
+        for (int step = 0; pos < total; step++) {
+            int rows = Math.min(total - pos, pos == 0 ? prefill : sizes[step % sizes.length]);
+            for (int layer = 0; layer < s.layers(); layer++) {
+                float[] att = new float[rows * s.qDim()];
+                cache.attend(layer, 0, rows, slice(in.q, pos, rows, s.qDim()), slice(in.k, pos, rows, s.kvDim()),
+                        slice(in.v, pos, rows, s.kvDim()), att);
+                if (layer == 0) {
+                    System.arraycopy(att, 0, out, pos * s.qDim(), att.length);
+                }
+            }
+            cache.advance(rows);
+            pos += rows;
+        }
+        return out;
+    }
+
     static float[] slice(float[] x, int row, int rows, int width) {
         float[] r = new float[rows * width];
         System.arraycopy(x, row * width, r, 0, r.length);
@@ -196,6 +217,34 @@ class TurboAttentionPathsTest {
                 sca = run(c, in, prefill, total);
             }
             assertArrayEquals(sca, vec, path.toString());
+        }
+    }
+
+    /**
+     * The fused path attends the rows of a multi-row chunk (a verification pass, a prompt's continuation) together;
+     * every row's output is bit-identical to attending the rows one at a time, on both twins, across block
+     * boundaries, past the rows one task serves, and with a bf16 prefix shorter and longer than the cache.
+     */
+    @ParameterizedTest
+    @MethodSource("cases")
+    void multiRowChunksAreBitIdenticalToOneRowAtATime(String scheme, AttentionShape shape, int prefill) {
+        KvScheme.Turbo t = (KvScheme.Turbo) KvScheme.parse(scheme);
+        int total = prefill + 60;
+        Inputs in = Inputs.random(shape, total, prefill * 13L + 1);
+        for (int prefix : new int[] {0, 5, prefill + 20}) {
+            for (TurboKernels twin : List.of(TurboParity.VEC, TurboParity.SCA)) {
+                float[] one;
+                float[] many;
+                try (TurboQuantKvCache c = new TurboQuantKvCache(t, shape, backend, total, prefix, AttentionPath.FUSED,
+                        twin)) {
+                    one = runChunks(c, in, prefill, total, 1);
+                }
+                try (TurboQuantKvCache c = new TurboQuantKvCache(t, shape, backend, total, prefix, AttentionPath.FUSED,
+                        twin)) {
+                    many = runChunks(c, in, prefill, total, 9, 1, 2, 5, 35);
+                }
+                assertArrayEquals(one, many, "prefix " + prefix + ", " + twin.getClass().getSimpleName());
+            }
         }
     }
 
