@@ -128,7 +128,7 @@ public record TqserveProperties(@Valid @DefaultValue Model model, @Valid @Defaul
      * @param queueCapacity   requests that may wait for it
      * @param kvBudget        KV bytes its running sequences may hold together (worst case each)
      * @param prefillChunk    prompt tokens one sequence prefills per step
-     * @param prefillsPerStep most sequences prefilling in one step
+     * @param prefillsPerStep prompt rows one step may prefill, in prefill chunks (shortest remaining prompt first)
      */
     public record Batched(@DefaultValue("true") boolean enabled, @DefaultValue("8") @Min(1) @Max(256) int maxBatch,
             @DefaultValue("64") @Min(1) int queueCapacity, @DefaultValue("512MB") @NotNull DataSize kvBudget,

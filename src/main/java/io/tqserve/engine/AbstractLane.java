@@ -200,9 +200,29 @@ abstract class AbstractLane implements Lane {
         return layout.bytesFor(Math.min(worstCaseTokens, model.config().maxPositions())) <= budget.budget();
     }
 
+    /**
+     * True when a request submitted now starts at the lane's next scheduling point: the sequences running and those
+     * queued before it leave a free slot ({@link #slots()}) and their KV reservations leave room for it. A queue of
+     * requests that the next step admits anyway is no reason to send a request elsewhere; a sequence running on a
+     * one-slot lane is (the request would wait for all of its tokens). A snapshot: both change as the lane runs.
+     */
     @Override
     public boolean canAdmitNow(int worstCaseTokens) {
-        return queue.isEmpty() && budget.fits(layout.bytesFor(Math.min(worstCaseTokens, model.config().maxPositions())));
+        long bytes = layout.bytesFor(Math.min(worstCaseTokens, model.config().maxPositions()));
+        int waiting = 0;
+        for (Sequence s : queue) {
+            bytes += s.reservedBytes;
+            waiting++;
+        }
+        return busySlots() + waiting < slots() && budget.fits(bytes);
+    }
+
+    /** Sequences this lane runs at once. */
+    protected abstract int slots();
+
+    /** Slots taken by sequences that left the queue (running, or being started). */
+    protected int busySlots() {
+        return runningCount.get();
     }
 
     @Override

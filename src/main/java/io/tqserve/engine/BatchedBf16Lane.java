@@ -15,13 +15,13 @@ import java.util.concurrent.TimeUnit;
  * The batched lane: continuous batching with a bf16 KV cache. One scheduler thread runs a step for all active
  * sequences at once — a single forward pass whose rows are every sequence's new tokens, so each weight matrix is
  * read once per step. New sequences join between steps; prompts are prefilled in fixed chunks interleaved with
- * decode steps so running streams are not starved. The chunking of a sequence never depends on the others, and
+ * decode steps so running streams are not starved, shortest remaining prompt first so a short request is not
+ * queued behind long prompts ({@link PrefillSchedule}). The chunking of a sequence never depends on the others, and
  * the kernels are batch-invariant, so a sequence produces the same tokens alone or in a batch.
  */
 public final class BatchedBf16Lane extends AbstractLane {
     private final int maxBatch;
     private final int prefillChunk;
-    private final int prefillsPerStep;
     private final ForwardState state;
     private final List<Sequence> active = new ArrayList<>();
     private volatile int maxSequencesInOneStep;
@@ -29,11 +29,14 @@ public final class BatchedBf16Lane extends AbstractLane {
     private volatile long overlappedSteps;
     private boolean idleNotified = true; // lane thread only; nothing to release before the first step
     private InFlight inFlight;           // lane thread only: the device step queued last, not yet read
+    private final PrefillSchedule prefills; // lane thread only
 
     /**
      * @param maxBatch        most sequences running at once
      * @param prefillChunk    prompt tokens a sequence prefills per step
-     * @param prefillsPerStep most sequences prefilling in one step (the rest decode)
+     * @param prefillsPerStep prompt rows one step may prefill, in prefill chunks: {@code prefillsPerStep ×
+     *                        prefillChunk} rows, one chunk a sequence, shortest remaining prompt first (the rest
+     *                        decode)
      */
     public BatchedBf16Lane(Model model, long kvBudgetBytes, int queueCapacity, int maxBatch, int prefillChunk,
             int prefillsPerStep) {
@@ -43,7 +46,7 @@ public final class BatchedBf16Lane extends AbstractLane {
         }
         this.maxBatch = maxBatch;
         this.prefillChunk = prefillChunk;
-        this.prefillsPerStep = prefillsPerStep;
+        this.prefills = new PrefillSchedule(prefillChunk, prefillsPerStep);
         this.state = new ForwardState(model.config());
     }
 
@@ -53,6 +56,11 @@ public final class BatchedBf16Lane extends AbstractLane {
     }
 
     public int maxBatch() {
+        return maxBatch;
+    }
+
+    @Override
+    protected int slots() {
         return maxBatch;
     }
 
@@ -110,7 +118,7 @@ public final class BatchedBf16Lane extends AbstractLane {
         }
         List<Transformer.Chunk> chunks = new ArrayList<>(active.size());
         List<Sequence> owners = new ArrayList<>(active.size());
-        int prefilling = 0;
+        java.util.Set<Sequence> prefilling = prefills.choose(active, flying.keySet());
         stepSequences = active.size();
         for (Sequence s : active) {
             Integer fi = flying.get(s);
@@ -137,10 +145,9 @@ public final class BatchedBf16Lane extends AbstractLane {
                 continue;
             }
             if (s.inPrefill()) {
-                if (prefilling == prefillsPerStep) {
+                if (!prefilling.contains(s)) {
                     continue;
                 }
-                prefilling++;
                 int n = Math.min(prefillChunk, s.prompt.length - s.prefilled);
                 chunks.add(new Transformer.Chunk(s.cache, s.prompt, s.prefilled, n, false));
             } else if (s.deviceSampler != null) {

@@ -43,7 +43,10 @@ public interface Lane extends AutoCloseable {
     /** True when a request of {@code worstCaseTokens} could ever be admitted (fits the whole budget). */
     boolean canEverAdmit(int worstCaseTokens);
 
-    /** True when the KV budget has room for {@code worstCaseTokens} right now (nothing queued before it). */
+    /**
+     * True when a request of {@code worstCaseTokens} would start at the lane's next scheduling point: a free slot
+     * and KV budget room after the sequences running and queued before it (routing's budget fallback asks this).
+     */
     boolean canAdmitNow(int worstCaseTokens);
 
     /** KV bytes held by live sequences' caches right now. */

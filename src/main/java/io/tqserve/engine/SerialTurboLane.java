@@ -26,6 +26,16 @@ public final class SerialTurboLane extends AbstractLane {
     }
 
     @Override
+    protected int slots() {
+        return 1;
+    }
+
+    @Override
+    protected int busySlots() {
+        return current != null ? 1 : runningCount.get();
+    }
+
+    @Override
     protected void loop() throws InterruptedException {
         Sequence seq = queue.takeFirst();
         if (seq.cancelled()) {

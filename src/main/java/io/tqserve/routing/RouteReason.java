@@ -8,7 +8,10 @@ public enum RouteReason {
     SHORT_CONTEXT("short-context"),
     /** The request named its lane ({@code tqserve_lane} or the X-Tqserve-Lane header). */
     OVERRIDE("override"),
-    /** The preferred lane's KV budget could not admit the request and the other lane's could. */
+    /**
+     * The preferred lane could not start the request at its next step (no free slot or KV budget) and the other
+     * lane could.
+     */
     BUDGET_FALLBACK("budget-fallback"),
     /** Only one lane takes requests: one lane is enabled, or the policy pins one. */
     ONLY_LANE("only-lane");
