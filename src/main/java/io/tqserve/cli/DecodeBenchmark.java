@@ -251,6 +251,9 @@ final class DecodeBenchmark {
             if (device instanceof io.tqserve.backend.cpu.CpuBackend cpu && cpu.matvecKernel() != null) {
                 System.out.println("  one-row bf16 kernel: " + cpu.matvecKernel());
             }
+            if (device instanceof io.tqserve.backend.cpu.CpuBackend cpu && cpu.gemmKernel() != null) {
+                System.out.println("  multi-row bf16 kernel: " + cpu.gemmKernel());
+            }
             if (timed != null) {
                 double stepMs = 1e3 / result[1];
                 double mm = timed.matmulNanos / 1e6 / decodeTokens;

@@ -55,7 +55,8 @@ public final class CpuBackend implements ComputeBackend {
         this.kernels = kernels;
         this.pool = new KernelPool(threads);
         this.why = why + (int8 && kernels instanceof VectorKernels && QuantizedVector.L == 8
-                ? ", int8 activations for 4- and 8-bit weights (-D" + QuantizedInt8.PROPERTY + "=true)" : "");
+                ? ", int8 activations for 4- and 8-bit weights (-D" + QuantizedInt8.PROPERTY + "=true)" : "")
+                + (kernels instanceof VectorKernels ? "; multi-row bf16: " + PackedGemm.describe() : "");
         this.quantized = new QuantizedMatmul(kernels, int8);
         this.matvecs = kernels instanceof VectorKernels ? MatvecChoice.fromSystemProperty() : null;
     }
@@ -253,6 +254,11 @@ public final class CpuBackend implements ComputeBackend {
             });
             packed.put(m, dst);
         }
+    }
+
+    /** The multi-row bf16 kernel's tiles and blocking ({@link PackedGemm}), or null with the scalar kernels. */
+    public String gemmKernel() {
+        return kernels instanceof VectorKernels ? PackedGemm.describe() : null;
     }
 
     /** The one-row packed kernel in use and why ({@link MatvecChoice}), or null while it calibrates or without one. */

@@ -17,7 +17,7 @@ import java.util.Arrays;
  * ({@link PackedTiles}) read the packed words directly (a shift gives a word's low bf16 as a float, a mask its high
  * one): eight weight rows (two groups, {@link #groups2}) by two activation rows with 512-bit vectors (32
  * registers), four by two with AVX2's 16. Above
- * {@link #UNBLOCKED_ROWS} rows (prefill, long verification passes) the group's columns are walked in blocks
+ * {@link #UNBLOCKED_ROWS} rows the group's columns are walked in blocks
  * ({@link #K_BLOCK_PAIRS}): within a block every tile of the pass runs, so the block's packed words stay in L1 for
  * all activation rows and each activation slice is read once per group, where whole-row tiles (four activation rows
  * plus the group's words, 48 KB at 2048 columns) overflowed L1 and ran from L2. Widening the group to floats once and running float tiles over it was tried before: twice the bytes per weight
@@ -35,23 +35,34 @@ final class PackedGemm {
     static final int K_BLOCK_PAIRS = Math.max(1, Integer.getInteger("tqserve.cpu.gemm-k-block", 512) / (2 * L));
 
     /**
-     * Passes of up to this many activation rows (a batched decode step) walk whole rows, unblocked
-     * ({@code -Dtqserve.cpu.gemm-unblocked-rows}): their few tiles reuse a block too little to pay for the broken
-     * weight stream; with AVX2, 8 rows in 512-column blocks ran at 0.44 of the FMA peak against 0.53 whole.
-     */
-    static final int UNBLOCKED_ROWS = Integer.getInteger("tqserve.cpu.gemm-unblocked-rows", 8);
-
-    /**
      * Whether {@link #groups2} runs (two groups per tile, {@link PackedTiles#tile8x2}): with 512-bit vectors, whose 32
      * registers hold its 16 accumulators ({@code -Dtqserve.cpu.gemm-8x2=false} keeps one group per pass).
      */
     static final boolean TWO_GROUPS = VectorKernels.WIDE_TILES
             && !"false".equalsIgnoreCase(System.getProperty("tqserve.cpu.gemm-8x2", "true"));
 
+    /**
+     * Passes of up to this many activation rows walk whole rows, unblocked ({@code -Dtqserve.cpu.gemm-unblocked-rows};
+     * default 8 with AVX2's 4×2 tiles, 32 — every pass at the default row block — with the 8×2 tiles of 512-bit
+     * vectors). Each column block costs a store and a reload of every accumulator of the pass; with AVX2, 8 rows in
+     * 512-column blocks ran at 0.44 of the FMA peak against 0.53 whole. With the 8×2 tiles on a Zen 5 core the
+     * whole-row walk was the faster at every pass size measured (16, 32 and 64 rows of a 5632×2048 matrix, and 16 of
+     * 2048×5632: up to 1.3× the 512-column blocks, never slower; smaller blocks slower still), so 512-bit machines
+     * block only passes above the default row block.
+     */
+    static final int UNBLOCKED_ROWS = Integer.getInteger("tqserve.cpu.gemm-unblocked-rows", TWO_GROUPS ? 32 : 8);
+
     /** Per-thread accumulators of a pass: 4·L floats per activation row (twice that for {@link #groups2}). */
     private static final ThreadLocal<float[]> ACC = new ThreadLocal<>();
 
     private PackedGemm() {
+    }
+
+    /** The multi-row kernel's tiles and blocking, for the backend's startup line and {@code bench decode}. */
+    static String describe() {
+        return (TWO_GROUPS ? "8x2 tiles" : VectorKernels.WIDE_TILES ? "4x4 tiles" : "4x2 tiles")
+                + ", whole rows for passes of up to " + UNBLOCKED_ROWS + " activation rows, " + K_BLOCK_PAIRS * 2 * L
+                + "-column blocks above (-Dtqserve.cpu.gemm-8x2, gemm-unblocked-rows, gemm-k-block)";
     }
 
     /**
