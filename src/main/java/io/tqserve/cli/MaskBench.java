@@ -35,7 +35,7 @@ import tools.jackson.databind.json.JsonMapper;
 
 /**
  * {@code ./tqserve bench constraint --maskbench DIR [--tokenizer DIR_OR_FILE] [--limit N] [--only TEXT]
- * [--timeout-ms N] [--failures FILE] [--clock cpu|wall] [--jobs N] [--exclude FILE]}: MaskBench
+ * [--timeout-ms N] [--failures FILE] [--clock cpu|wall] [--jobs N] [--exclude FILE] [--tail FILE]}: MaskBench
  * (guidance-ai/jsonschemabench, {@code maskbench/data}) run against
  * the constraint package, measured and scored as MaskBench's own runner and results script do.
  *
@@ -92,7 +92,7 @@ final class MaskBench {
 
     static int run(String[] args) throws Exception {
         CliArgs a = new CliArgs(args, 2, Set.of("--maskbench", "--tokenizer", "--limit", "--only", "--timeout-ms",
-                "--failures", "--clock", "--jobs", "--exclude"), Set.of());
+                "--failures", "--clock", "--jobs", "--exclude", "--tail"), Set.of());
         Path dir = Path.of(a.require("--maskbench"));
         Path data = Files.isDirectory(dir.resolve("data")) ? dir.resolve("data") : dir;
         List<Path> files = files(data, a.get("--only", ""), a.getInt("--limit", Integer.MAX_VALUE));
@@ -133,6 +133,10 @@ final class MaskBench {
             String failures = a.get("--failures", null);
             if (failures != null) {
                 Files.writeString(Path.of(failures), failureList(outcomes), StandardCharsets.UTF_8);
+            }
+            String tail = a.get("--tail", null);
+            if (tail != null) {
+                Files.writeString(Path.of(tail), tailList(outcomes), StandardCharsets.UTF_8);
             }
         }
         return 0;
@@ -469,6 +473,23 @@ final class MaskBench {
                 .forEach(e -> sb.append("| ").append(e.getKey()).append(" | ").append(String.format("%,d",
                         e.getValue())).append(" |\n"));
         return sb.toString();
+    }
+
+    /**
+     * Where the TBM tail comes from: one line per schema with masks of 1 ms or more (id, masks, masks of 1 ms or
+     * more, slowest mask in microseconds), most such masks first.
+     */
+    static String tailList(List<Outcome> outcomes) {
+        StringBuilder sb = new StringBuilder();
+        outcomes.stream().filter(o -> slow(o) > 0)
+                .sorted(java.util.Comparator.comparingLong(MaskBench::slow).reversed())
+                .forEach(o -> sb.append(o.id()).append('\t').append(o.maskNs().length).append('\t').append(slow(o))
+                        .append('\t').append(Arrays.stream(o.maskNs()).max().orElse(0) / 1000).append('\n'));
+        return sb.toString();
+    }
+
+    private static long slow(Outcome o) {
+        return Arrays.stream(o.maskNs()).filter(ns -> ns >= 1_000_000).count();
     }
 
     /** One line per schema that did not pass: id, status, why. */

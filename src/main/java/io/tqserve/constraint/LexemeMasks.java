@@ -95,7 +95,8 @@ final class LexemeMasks {
         if (e != null) {
             return e;
         }
-        e = build(x, state, follow, budget);
+        e = x instanceof UndeclaredNames u && u.inTrie(state) ? declared(u, state, follow, budget)
+                : build(x, state, follow, budget);
         builds.incrementAndGet();
         if (e.bytes <= maxBytes) {
             if (bytes.get() + e.bytes > maxBytes) {
@@ -108,6 +109,33 @@ final class LexemeMasks {
             }
         }
         return e;
+    }
+
+    /**
+     * An undeclared member name still inside the declared names' trie: the entry of {@link UndeclaredNames#OUTSIDE}
+     * in the same character state (from the vocabulary's shared cache), less the exits where a declared name is
+     * complete. The same tokens stay inside (both read the canonical characters), so instead of a walk over the
+     * whole vocabulary, which every schema with undeclared members would pay again at each name start, only the
+     * declared names below the state are followed. The shared entry depends on the vocabulary and a state of the
+     * schema-independent character automaton only: it reveals nothing of the schema or tenant that built it.
+     */
+    private Entry declared(UndeclaredNames u, int state, long[] follow, MaskBudget budget) {
+        Entry o = v.sharedMasks.entry(UndeclaredNames.OUTSIDE, u.outsideState(state), follow, budget);
+        int[] drop = u.declaredEnds(state, v);
+        Arrays.sort(drop);
+        int[] nodes = o.exitNodes();
+        budget.add(nodes.length + 8L * drop.length);
+        int[] keep = new int[nodes.length];
+        int[] units = new int[nodes.length];
+        int n = 0;
+        for (int i = 0; i < nodes.length; i++) {
+            if (Arrays.binarySearch(drop, nodes[i]) < 0) {
+                keep[n] = nodes[i];
+                units[n++] = o.exitUnits()[i];
+            }
+        }
+        return new Entry(o.all(), o.byUnits(), o.longTokens(), o.longUnits(), o.maxUnits(), Arrays.copyOf(keep, n),
+                Arrays.copyOf(units, n), 8L * o.all().length + 8L * n + 256);
     }
 
     private Entry build(Lexeme x, int state, long[] follow, MaskBudget budget) {

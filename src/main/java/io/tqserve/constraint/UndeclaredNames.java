@@ -162,6 +162,53 @@ final class UndeclaredNames extends Lexeme {
         return s == 0;
     }
 
+    /** Whether {@code state} is a node of the declared names' trie (the name has not left it). */
+    boolean inTrie(int state) {
+        return state < trie;
+    }
+
+    /** The state of {@link #OUTSIDE} that reads on from trie node {@code state} byte for byte as this lexeme does. */
+    int outsideState(int state) {
+        return charState[state];
+    }
+
+    /**
+     * The vocabulary-trie nodes whose path spells, from trie node {@code state}, the rest of a declared name: the
+     * only places where {@link #OUTSIDE} (from {@link #outsideState}) may end and this lexeme may not. Elsewhere the
+     * two agree: a trie child's character state is the character automaton's step from its parent's, so the same
+     * bytes live, and outside the trie's end nodes the same states accept. Cost: the trie below {@code state},
+     * pruned where the vocabulary has no token going on.
+     */
+    int[] declaredEnds(int state, Vocabulary v) {
+        int[] out = new int[4];
+        int n = 0;
+        int[] stack = new int[16];
+        int sp = 0;
+        stack[sp++] = state;
+        stack[sp++] = 0; // the vocabulary trie's root
+        while (sp > 0) {
+            int vn = stack[--sp];
+            int s = stack[--sp];
+            if (end[s]) {
+                if (n == out.length) {
+                    out = Arrays.copyOf(out, 2 * n);
+                }
+                out[n++] = vn;
+            }
+            for (int ch = childStart[2 * s]; ch < childStart[2 * s + 1]; ch++) {
+                int vc = v.child(vn, label[ch] & 0xFF);
+                if (vc >= 0) {
+                    if (sp + 2 > stack.length) {
+                        stack = Arrays.copyOf(stack, 2 * stack.length);
+                    }
+                    stack[sp++] = ch;
+                    stack[sp++] = vc;
+                }
+            }
+        }
+        return Arrays.copyOf(out, n);
+    }
+
     @Override
     int start() {
         return 0;

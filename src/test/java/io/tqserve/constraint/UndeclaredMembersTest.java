@@ -7,6 +7,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.networknt.schema.InputFormat;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -107,6 +108,60 @@ class UndeclaredMembersTest {
                 assertThat(t >= 0 && n.accepting(t)).isEqualTo(u >= 0 && UndeclaredNames.OUTSIDE.accepting(u));
             }
         }
+    }
+
+    @Test
+    void masksInsideDeclaredNamesEqualTheExactWalk() {
+        // the masks of an undeclared name inside the declared names' trie come from the shared mask of the
+        // character state less the declared names' ends: equal, at every byte of these documents, to the walk of the
+        // whole vocabulary with the parser
+        List<byte[]> t = new ArrayList<>();
+        for (int b = 0; b < 256; b++) {
+            t.add(new byte[] {(byte) b});
+        }
+        for (String s : List.of("{\"", "\":", "\": ", "\": 1", "\":1", "name", "nam", "na", "me", "e\"", "e\": 1",
+                "me\": 1", "me\": \"", "ame\":", "\"na", "\"name", "é", "é\"", "\\\"", "b\": 2", "\", \"", "names")) {
+            t.add(s.getBytes(StandardCharsets.UTF_8));
+        }
+        t.add(null);
+        Vocabulary v = new Vocabulary(t.toArray(byte[][]::new));
+        String schema = """
+                {"type": "object", "properties": {"name": {"type": "string"}, "na": {"type": "string"},
+                 "né": {"type": "string"}, "a\\"b": {"type": "string"}}, "additionalProperties": {"type": "integer"}}""";
+        TokenConstraint c = new TokenConstraint(SchemaCompiler.compile(GrammarEngineTest.schema(schema)), v);
+        int compared = 0;
+        for (String doc : List.of("{\"name\": \"x\", \"nam\": 1, \"names\": 2, \"n\": 3, \"\": 4}",
+                "{\"na\": \"y\", \"né\": \"z\", \"nè\": 5, \"a\\\"b\": \"w\", \"a\\\"\": 6}")) {
+            Parser.Config[] cs = c.initial();
+            for (byte b : doc.getBytes(StandardCharsets.UTF_8)) {
+                for (int budget : new int[] {3, 1 << 20}) {
+                    assertThat(c.allowed(cs, budget, false)).as("%s budget %d", Parser.describe(cs), budget)
+                            .isEqualTo(c.allowed(cs, budget, true));
+                    compared++;
+                }
+                cs = c.parser().step(cs, new byte[] {b});
+                assertThat(cs).as(doc).isNotEmpty();
+            }
+            assertThat(c.parser().accepting(cs)).as(doc).isTrue();
+        }
+        assertThat(compared).isGreaterThan(150);
+        // after {"na the declared "name" is a string: "me": 1" would write it as an undeclared integer member
+        Parser.Config[] cs = c.parser().step(c.initial(), "{\"na".getBytes(StandardCharsets.UTF_8));
+        long[] m = c.allowed(cs, 1 << 20, false);
+        assertThat(allows(v, m, "me\": 1")).isFalse();
+        assertThat(allows(v, m, "me\": \"")).isTrue();
+        assertThat(allows(v, m, "e\": 1")).isTrue(); // "nae" is undeclared
+        assertThat(allows(v, m, "\": 1")).isFalse(); // "na" is declared
+    }
+
+    private static boolean allows(Vocabulary v, long[] mask, String token) {
+        byte[] b = token.getBytes(StandardCharsets.UTF_8);
+        for (int t = 0; t < v.size(); t++) {
+            if (java.util.Arrays.equals(v.bytes(t), b)) {
+                return (mask[t >>> 6] & (1L << t)) != 0;
+            }
+        }
+        throw new AssertionError("no token " + token);
     }
 
     private static boolean run(Lexeme x, String s) {
