@@ -16,8 +16,10 @@ import java.util.List;
  * {@link LexemeMasks.Entry} for its lexeme state: the tokens that stay inside the lexeme (by the number of
  * units they add, so a {@code maxLength} near its bound masks exactly), and the trie nodes where the lexeme may
  * end and a byte of what follows comes next; only the subtries below those nodes are walked with the full parser.
- * Entries of the JSON string and whitespace lexemes are shared per vocabulary (they do not depend on the schema),
- * others are cached per constraint; both caches are bounded in bytes.
+ * Entries of the JSON string and whitespace lexemes and of undeclared member names are shared per vocabulary (they
+ * do not depend on the schema; an undeclared name still spelling a declared one's prefix takes the shared entry of
+ * its character state less the ends of the declared names, {@link LexemeMasks}), others are cached per constraint;
+ * both caches are bounded in bytes.
  *
  * <p><b>Budget.</b> A token is allowed only if the document can still be finished within the tokens left after
  * it: an upper bound on the tokens to close from the state after the token ({@link Closing}) must fit. The state
