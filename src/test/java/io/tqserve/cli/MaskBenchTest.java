@@ -41,6 +41,17 @@ class MaskBenchTest {
     }
 
     @Test
+    void theTailListNamesTheSchemasWithMasksOfAMillisecondOrMoreMostFirst() {
+        List<MaskBench.Outcome> outcomes = List.of(
+                new MaskBench.Outcome("a.json", MaskBench.Status.PASSING, "", null, 0,
+                        new long[] {5_000, 1_000_000, 20_000}, 1),
+                new MaskBench.Outcome("b.json", MaskBench.Status.PASSING, "", null, 0, new long[] {999_999}, 1),
+                new MaskBench.Outcome("c.json", MaskBench.Status.VALIDATION_ERROR, "", null, 0,
+                        new long[] {3_000_000, 1_500_000}, 1));
+        assertThat(MaskBench.tailList(outcomes)).isEqualTo("c.json\t2\t2\t3000\na.json\t3\t1\t1000\n");
+    }
+
+    @Test
     void scoresTheSampleAsMaskBenchDoes() throws Exception {
         List<Path> files = MaskBench.files(SAMPLE, "", Integer.MAX_VALUE);
         assertThat(files).hasSize(27);
