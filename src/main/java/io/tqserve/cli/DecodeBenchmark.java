@@ -200,6 +200,8 @@ final class DecodeBenchmark {
             double[] result = new double[3];
             long[] steps = new long[decodeTokens];
             DeviceStats stepStats = DeviceStats.NONE;
+            io.tqserve.backend.cpu.CpuBackend cpu = device instanceof io.tqserve.backend.cpu.CpuBackend b ? b : null;
+            io.tqserve.backend.cpu.CpuBackend.KernelTime kernelTime = null;
             // warm-up rounds, then one measured round: see JitWarmup
             JitWarmup warmup = new JitWarmup();
             boolean measured;
@@ -217,6 +219,7 @@ final class DecodeBenchmark {
                     if (timed != null) {
                         timed.reset();
                     }
+                    io.tqserve.backend.cpu.CpuBackend.KernelTime kernelStart = cpu == null ? null : cpu.matvecBlockTime();
                     long s0 = t1;
                     for (int i = 0; i < decodeTokens; i++) {
                         t.forward(state, List.of(sampler == null ? Transformer.Chunk.of(cache, one)
@@ -226,6 +229,7 @@ final class DecodeBenchmark {
                         s0 = s1;
                     }
                     long t2 = System.nanoTime();
+                    kernelTime = cpu == null ? null : cpu.matvecBlockTime().since(kernelStart);
                     stepStats = backend.deviceStats().since(decodeStart);
                     result[0] = promptTokens / ((t1 - t0) / 1e9);
                     result[1] = decodeTokens / ((t2 - t1) / 1e9);
@@ -248,7 +252,7 @@ final class DecodeBenchmark {
             }
             System.out.printf("  decode  %d tokens: %.1f tok/s (bf16 KV; median step %.1f tok/s)%n", decodeTokens,
                     result[1], result[2]);
-            if (device instanceof io.tqserve.backend.cpu.CpuBackend cpu && cpu.matvecKernel() != null) {
+            if (cpu != null && cpu.matvecKernel() != null) {
                 System.out.println("  one-row bf16 kernel: " + cpu.matvecKernel());
             }
             if (device instanceof io.tqserve.backend.cpu.CpuBackend cpu && cpu.gemmKernel() != null) {
@@ -262,6 +266,7 @@ final class DecodeBenchmark {
                         + " read bandwidth) + attention and other parallel work %.2f ms + the lane thread alone %.2f ms%n",
                         stepMs, mm, timed.matmulBytes / (timed.matmulNanos / 1e9) / 1e9,
                         timed.matmulBytes / (timed.matmulNanos / 1e9) / 1e9 / mem.readGbs(), par, stepMs - mm - par);
+                StepAccount.printKernel(kernelTime, mm, timed.handoffs, decodeTokens, backend.threads(), mem.readGbs());
             }
             if (!"cpu".equals(backend.name())) {
                 System.out.printf("  per decode step: %.2f device evaluations, %.1f bytes device->Java; device memory "

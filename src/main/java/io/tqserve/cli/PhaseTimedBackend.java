@@ -18,6 +18,8 @@ final class PhaseTimedBackend implements ComputeBackend {
     long matmulNanos;
     long matmulBytes;
     long parallelNanos;
+    /** Calls that hand work to the kernel threads: matmul, matmuls, parallelFor. */
+    long handoffs;
 
     PhaseTimedBackend(ComputeBackend inner) {
         this.inner = inner;
@@ -27,6 +29,7 @@ final class PhaseTimedBackend implements ComputeBackend {
         matmulNanos = 0;
         matmulBytes = 0;
         parallelNanos = 0;
+        handoffs = 0;
     }
 
     @Override
@@ -55,6 +58,7 @@ final class PhaseTimedBackend implements ComputeBackend {
         inner.matmul(w, x, rows, out);
         matmulNanos += System.nanoTime() - t0;
         matmulBytes += w.byteSize();
+        handoffs++;
     }
 
     @Override
@@ -62,6 +66,7 @@ final class PhaseTimedBackend implements ComputeBackend {
         long t0 = System.nanoTime();
         inner.matmuls(ws, x, rows, outs);
         matmulNanos += System.nanoTime() - t0;
+        handoffs++;
         for (Matrix w : ws) {
             matmulBytes += w.byteSize();
         }
@@ -77,6 +82,7 @@ final class PhaseTimedBackend implements ComputeBackend {
         long t0 = System.nanoTime();
         inner.parallelFor(n, body);
         parallelNanos += System.nanoTime() - t0;
+        handoffs++;
     }
 
     @Override

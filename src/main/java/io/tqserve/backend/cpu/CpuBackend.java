@@ -266,6 +266,27 @@ public final class CpuBackend implements ComputeBackend {
         return matvecs == null ? null : matvecs.outcome();
     }
 
+    /**
+     * Weight bytes the one-row packed kernel has streamed and thread-nanoseconds spent inside its blocks (summed over
+     * threads), since the backend started; zeros without the Vector API kernels. The difference of two readings over
+     * a decode gives the kernel's own streaming rate, apart from the hand-offs and waits around it.
+     */
+    public KernelTime matvecBlockTime() {
+        if (matvecs == null) {
+            return new KernelTime(0, 0);
+        }
+        long[] t = matvecs.blockTime();
+        return new KernelTime(t[0], t[1]);
+    }
+
+    /** Bytes streamed and thread-nanoseconds spent inside kernel blocks ({@link #matvecBlockTime}). */
+    public record KernelTime(long bytes, long threadNanos) {
+        /** This reading minus an earlier one. */
+        public KernelTime since(KernelTime earlier) {
+            return new KernelTime(bytes - earlier.bytes, threadNanos - earlier.threadNanos);
+        }
+    }
+
     /** Whether {@link #prepare} keeps a repacked copy of m (for tests). */
     boolean repacked(Matrix m) {
         return packed.containsKey(m) || qpacked.containsKey(m);

@@ -3,6 +3,7 @@ package io.tqserve.backend.cpu;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 import java.util.Locale;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Which kernel a {@link CpuBackend} runs for one-row bf16 matmuls on the packed layout (the decode step's weight
@@ -33,6 +34,9 @@ final class MatvecChoice {
     }
 
     private volatile Kernel chosen;
+    /** Weight bytes streamed and nanoseconds spent inside blocks, summed over threads ({@link #blockTime}). */
+    private final LongAdder blockBytes = new LongAdder();
+    private final LongAdder blockNanos = new LongAdder();
     // calibration state, guarded by this
     private final long[] warmed = new long[2];
     private final double[][] rates = new double[2][SAMPLES];
@@ -90,14 +94,26 @@ final class MatvecChoice {
     /** Output rows [from, to) (a multiple of 4 rows) of the packed matrix at {@code pack} (n columns) times x. */
     void run(MemorySegment pack, int n, float[] x, float[] out, int from, int to) {
         Kernel k = chosen;
-        if (k != null) {
-            loop(k, pack, n, x, out, from, to);
-            return;
-        }
-        Kernel pick = next();
+        Kernel pick = k != null ? k : next();
         long t0 = System.nanoTime();
         loop(pick, pack, n, x, out, from, to);
-        record(pick, 2L * n * (to - from), System.nanoTime() - t0);
+        long nanos = System.nanoTime() - t0;
+        long bytes = 2L * n * (to - from);
+        blockBytes.add(bytes);
+        blockNanos.add(nanos);
+        if (k == null) {
+            record(pick, bytes, nanos);
+        }
+    }
+
+    /**
+     * Weight bytes this kernel streamed and the wall nanoseconds spent inside its blocks, each summed over the
+     * threads that ran them since the backend started: the kernel's own streaming rate, without the hand-offs and the
+     * waits for the slowest thread around it ({@code bench decode}'s account of a step). Two clock reads per block
+     * of rows (tens of kilobytes to megabytes of weights).
+     */
+    long[] blockTime() {
+        return new long[] {blockBytes.sum(), blockNanos.sum()};
     }
 
     private static void loop(Kernel k, MemorySegment pack, int n, float[] x, float[] out, int from, int to) {

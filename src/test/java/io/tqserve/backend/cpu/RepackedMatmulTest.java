@@ -124,4 +124,27 @@ class RepackedMatmulTest {
             }
         }
     }
+
+    /**
+     * {@link CpuBackend#matvecBlockTime}: a one-row matmul on a repacked matrix adds exactly its weight bytes (every
+     * block of rows streams its rows once) and some time; a batch (the multi-row kernels) and an unpacked matrix add
+     * nothing.
+     */
+    @Test
+    void matvecBlockTimeCountsTheOneRowKernelsBytes() {
+        int dim = 8 * L;
+        try (Arena arena = Arena.ofShared(); CpuBackend b = new CpuBackend(new VectorKernels(), 2, "repacked")) {
+            Matrix w = KernelParityTest.matrix(arena, DType.BF16, 64, dim, 31);
+            Matrix odd = KernelParityTest.matrix(arena, DType.BF16, 37, dim, 32);
+            b.prepare(List.of(w, odd));
+            CpuBackend.KernelTime start = b.matvecBlockTime();
+            b.matmul(w, KernelParityTest.random(dim, 1, 1f), 1, new float[64]);
+            CpuBackend.KernelTime one = b.matvecBlockTime().since(start);
+            assertEquals(w.byteSize(), one.bytes());
+            org.junit.jupiter.api.Assertions.assertTrue(one.threadNanos() > 0);
+            b.matmul(w, KernelParityTest.random(3 * dim, 2, 1f), 3, new float[3 * 64]);
+            b.matmul(odd, KernelParityTest.random(dim, 3, 1f), 1, new float[37]);
+            assertEquals(w.byteSize(), b.matvecBlockTime().since(start).bytes());
+        }
+    }
 }
