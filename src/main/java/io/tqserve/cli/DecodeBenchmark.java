@@ -255,7 +255,7 @@ final class DecodeBenchmark {
             if (cpu != null && cpu.matvecKernel() != null) {
                 System.out.println("  one-row bf16 kernel: " + cpu.matvecKernel());
             }
-            if (device instanceof io.tqserve.backend.cpu.CpuBackend cpu && cpu.gemmKernel() != null) {
+            if (cpu != null && cpu.gemmKernel() != null) {
                 System.out.println("  multi-row bf16 kernel: " + cpu.gemmKernel());
             }
             if (timed != null) {

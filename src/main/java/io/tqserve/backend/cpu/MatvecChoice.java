@@ -16,7 +16,8 @@ import java.util.concurrent.atomic.LongAdder;
  * <p>The calibration runs on real work, not at class loading: Vector API code runs thousands of times slower until
  * C2 compiles it, so a timing taken at startup before the first decode would measure the interpreter. Both kernels
  * give the same bits, so which one computed a block never shows in a result. The timed blocks are a few
- * milliseconds of decode work; nothing else is added to a step.
+ * milliseconds of decode work. Every block, calibrating or not, also adds its bytes and wall time to two counters
+ * ({@link #blockTime}, two clock reads per block of rows) for {@code bench decode}'s account of a step.
  */
 final class MatvecChoice {
     static final String PROPERTY = "tqserve.cpu.matvec-bits";
