@@ -20,38 +20,38 @@ import java.util.Set;
  * {@code ./tqserve bench speculative [--model DIR] [--kv SCHEME] [--tokens N] [--rounds N] [--threads N]
  * [--min-ngram N] [--max-ngram N] [--max-draft N]}: greedy decode speed with and without prompt-lookup speculation,
  * in one run, rounds alternating off/on, on the serial lane (the {@code --kv} scheme) and the batched lane (bf16),
- * for two workloads: <b>copy</b> (the prompt holds a manual page and then its first lines again, so the
- * continuation repeats the page) and <b>free</b> (short prompts with nothing to copy). Prints per workload and lane
- * the decode tok/s off and on (medians over the rounds), their ratio, the draft acceptance and tokens per verifying
- * pass, and whether the tokens were identical (they must be).
+ * for three workloads: <b>copy</b> (the prompt holds a page's closing sections and then their first lines again,
+ * so the continuation repeats the prompt: {@link #FOOTER}), <b>free</b> (short prompts with nothing to copy,
+ * greedy: the model's output still repeats itself) and <b>free sampled</b> (the same prompts at temperature 0.8,
+ * seeded: little repeats). Prints per workload and lane how much the plain output repeats its history
+ * ({@link #repeats}), the decode tok/s off and on (medians over the rounds), their ratio, the draft acceptance and
+ * tokens per verifying pass, and whether the tokens were identical (they must be: drafts are verified, and sampled
+ * tokens are drawn exactly as without them).
  */
 final class SpeculativeBenchmark {
-    static final String PAGE = """
-            NAME
-                   tar - an archiving utility
+    /**
+     * The closing sections of a GNU coreutils manual page. The embedded model, trained on manual pages, has no
+     * induction copy (a page given once, twice or four times is continued with new text on every KV scheme), but
+     * these sections recur nearly verbatim across its training pages, so given once and begun again it writes them
+     * out again: its output repeats the prompt, as an edit or a repeat-this-page request would.
+     */
+    static final String FOOTER = """
+            AUTHOR
+                   Written by Richard M. Stallman and David MacKenzie.
 
-            SYNOPSIS
-                   tar [OPTION...] [FILE]...
+            REPORTING BUGS
+                   GNU coreutils online help: <https://www.gnu.org/software/coreutils/>
+                   Report any translation bugs to <https://translationproject.org/team/>
 
-            DESCRIPTION
-                   GNU tar saves many files together into a single tape or disk archive, and can restore individual
-                   files from the archive. The first argument to tar should be a function; either one of the letters
-                   Acdrtux, or one of the long function names. A function letter need not be prefixed with a dash.
+            COPYRIGHT
+                   Copyright (C) 2022 Free Software Foundation, Inc.  License GPLv3+: GNU GPL version 3 or later
+                   <https://gnu.org/licenses/gpl.html>.
+                   This is free software: you are free to change and redistribute it.  There is NO WARRANTY, to the
+                   extent permitted by law.
 
-            OPTIONS
-                   -c, --create
-                          create a new archive
-                   -x, --extract, --get
-                          extract files from an archive
-                   -t, --list
-                          list the contents of an archive
-                   -f, --file=ARCHIVE
-                          use archive file or device ARCHIVE
-                   -v, --verbose
-                          verbosely list files processed
-
-            EXIT STATUS
-                   Tar exits with status 0 if all files were processed, 1 if some files differ, and 2 on a fatal error.
+            SEE ALSO
+                   Full documentation <https://www.gnu.org/software/coreutils/ls>
+                   or available locally via: info '(coreutils) ls invocation'
             """;
     static final String[] FREE = {"The ls command", "SYNOPSIS\n       grep", "The following options are",
         "ENVIRONMENT\n       HOME"};
@@ -69,14 +69,14 @@ final class SpeculativeBenchmark {
                 a.getInt("--max-draft", 8));
         try (CpuBackend backend = CpuBackend.create(a.getInt("--threads", 0));
                 Model model = Model.load(Path.of(a.get("--model", TqserveMain.DEFAULT_MODEL)), backend)) {
-            String[] copy = {PAGE + "\n" + PAGE.substring(0, PAGE.indexOf("DESCRIPTION"))};
+            String[] copy = {FOOTER + "\n" + FOOTER.substring(0, FOOTER.indexOf("REPORTING BUGS") + 14)};
             System.err.printf("backend %s; %d tokens per request; %d rounds; lookup n=%d..%d, draft %d%n",
                     backend.describe(), tokens, rounds, lookup.minNgram(), lookup.maxNgram(), lookup.maxDraft());
-            System.out.println("| workload | lane | decode tok/s off | decode tok/s on | on/off | acceptance | tokens/pass"
-                    + " | identical |");
-            System.out.println("|---|---|---|---|---|---|---|---|");
+            System.out.println("| workload | lane | repeats | decode tok/s off | decode tok/s on | on/off | acceptance"
+                    + " | tokens/pass | identical |");
+            System.out.println("|---|---|---|---|---|---|---|---|---|");
             for (String lane : List.of("serial " + scheme.id(), "batched bf16")) {
-                for (String workload : List.of("copy", "free")) {
+                for (String workload : List.of("copy", "free", "free sampled")) {
                     String[] prompts = workload.equals("copy") ? copy : FREE;
                     Lane l;
                     if (lane.startsWith("serial")) {
@@ -91,7 +91,8 @@ final class SpeculativeBenchmark {
                         l = b;
                     }
                     try (l) {
-                        measure(model, l, lane, workload, prompts, tokens, rounds);
+                        measure(model, l, lane, workload, prompts, tokens, rounds, workload.endsWith("sampled"),
+                                lookup);
                     }
                 }
             }
@@ -100,23 +101,25 @@ final class SpeculativeBenchmark {
     }
 
     private static void measure(Model model, Lane lane, String laneName, String workload, String[] prompts,
-            int tokens, int rounds) {
+            int tokens, int rounds, boolean sampled, PromptLookup lookup) {
         int[][] ids = new int[prompts.length][];
         for (int i = 0; i < prompts.length; i++) {
             ids[i] = model.tokenizer().encode(prompts[i]);
         }
-        run(lane, ids, 32, false); // JIT warm-up of both paths
-        run(lane, ids, 32, true);
+        run(lane, ids, 32, false, sampled); // JIT warm-up of both paths
+        run(lane, ids, 32, true, sampled);
         double[] off = new double[rounds];
         double[] on = new double[rounds];
         boolean identical = true;
+        double repeats = 0;
         long drafts0 = lane.draftTokensProposed();
         long accepted0 = lane.draftTokensAccepted();
         long passes0 = lane.verificationPasses();
         long emitted0 = lane.verificationTokens();
         for (int r = 0; r < rounds; r++) {
-            Result a = run(lane, ids, tokens, false);
-            Result b = run(lane, ids, tokens, true);
+            Result a = run(lane, ids, tokens, false, sampled);
+            Result b = run(lane, ids, tokens, true, sampled);
+            repeats = repeats(ids, a.tokens(), lookup);
             off[r] = a.tokPerSec();
             on[r] = b.tokPerSec();
             identical &= Arrays.deepEquals(a.tokens(), b.tokens());
@@ -125,7 +128,8 @@ final class SpeculativeBenchmark {
         double passes = lane.verificationPasses() - passes0;
         double offMedian = median(off);
         double onMedian = median(on);
-        System.out.printf("| %s | %s | %.1f | %.1f | %.2fx | %s | %s | %s |%n", workload, laneName, offMedian, onMedian,
+        System.out.printf("| %s | %s | %.2f | %.1f | %.1f | %.2fx | %s | %s | %s |%n", workload, laneName, repeats,
+                offMedian, onMedian,
                 onMedian / offMedian, drafts == 0 ? "-" : String.format("%.2f", (lane.draftTokensAccepted() - accepted0)
                         / drafts), passes == 0 ? "-" : String.format("%.2f", (lane.verificationTokens() - emitted0)
                         / passes), identical ? "yes" : "NO");
@@ -135,14 +139,37 @@ final class SpeculativeBenchmark {
     private record Result(int[][] tokens, double tokPerSec) {
     }
 
-    /** The prompts one after another; decode speed = tokens after each first token / time after each first token. */
-    private static Result run(Lane lane, int[][] prompts, int tokens, boolean speculative) {
+    /**
+     * How much of an output repeats its history: the share of the generated tokens (after the first) that the lookup,
+     * given the prompt and the tokens before, proposes as its first draft token. It depends on the plain output only,
+     * so it says how copy-heavy a workload is whatever the gate then decides.
+     */
+    static double repeats(int[][] prompts, int[][] outputs, PromptLookup lookup) {
+        int[] draft = new int[1];
+        long hits = 0;
+        long total = 0;
+        for (int i = 0; i < prompts.length; i++) {
+            int[] h = Arrays.copyOf(prompts[i], prompts[i].length + outputs[i].length);
+            System.arraycopy(outputs[i], 0, h, prompts[i].length, outputs[i].length);
+            for (int t = prompts[i].length + 1; t < h.length; t++) {
+                hits += lookup.propose(h, t, draft, 1) == 1 && draft[0] == h[t] ? 1 : 0;
+                total++;
+            }
+        }
+        return total == 0 ? 0 : (double) hits / total;
+    }
+
+    /**
+     * The prompts one after another, greedy or (sampled) at temperature 0.8, top-p 0.95 with a fixed seed per prompt;
+     * decode speed = tokens after each first token / time after each first token.
+     */
+    private static Result run(Lane lane, int[][] prompts, int tokens, boolean speculative, boolean sampled) {
         int[][] out = new int[prompts.length][];
         long decodeNanos = 0;
         long decoded = 0;
         for (int i = 0; i < prompts.length; i++) {
-            SamplingParams p = new SamplingParams(0f, 0, 1f, 0f, null, 1f, 0f, 0f, java.util.Map.of(), tokens,
-                    List.of(), true, -1);
+            SamplingParams p = new SamplingParams(sampled ? 0.8f : 0f, 0, sampled ? 0.95f : 1f, 0f,
+                    sampled ? 1000L + i : null, 1f, 0f, 0f, java.util.Map.of(), tokens, List.of(), true, -1);
             List<Integer> got = new ArrayList<>();
             long[] first = {0};
             lane.submit(new GenerationRequest(prompts[i], p).withSpeculative(speculative)).doOnNext(e -> {
