@@ -158,7 +158,8 @@ public final class TurboQuantKvCache extends ChunkedKvCache {
     /**
      * Each new row over the stored tokens. On the fused path several rows (a verification pass's draft, a prompt's
      * continuation) are attended together, at most {@link #ROWS_PER_TASK} per task ({@link TurboAttention#attendRows}:
-     * the cache is read and its codes converted once per task rather than once per row), in as many tasks as the
+     * the cache is fetched once per task rather than once per row, one task and its scratch per KV head rather than
+     * per row and KV head), in as many tasks as the
      * backend has threads; bit-identical to attending each row alone.
      */
     @Override
