@@ -58,27 +58,13 @@ class TurboAttentionPathsTest {
 
     /** Runs: prefill of {@code prefill} rows, then single-row steps and one 3-row chunk; returns every output row. */
     static float[] run(TurboQuantKvCache cache, Inputs in, int prefill, int total) {
-        AttentionShape s = cache.shape();
-        float[] out = new float[total * s.qDim()];
-        int pos = 0;
-        int step = 0;
-        while (pos < total) {
-            int rows = Math.min(total - pos, pos == 0 ? prefill : (step++ % 3 == 1 ? 3 : 1));
-            for (int layer = 0; layer < s.layers(); layer++) {
-                float[] att = new float[rows * s.qDim()];
-                cache.attend(layer, 0, rows, slice(in.q, pos, rows, s.qDim()), slice(in.k, pos, rows, s.kvDim()),
-                        slice(in.v, pos, rows, s.kvDim()), att);
-                if (layer == 0) {
-                    System.arraycopy(att, 0, out, pos * s.qDim(), att.length);
-                }
-            }
-            cache.advance(rows);
-            pos += rows;
-        }
-        return out;
+        return runChunks(cache, in, prefill, total, 1, 1, 3); // chunks of 1, 3, 1, 1, 3, ... rows
     }
 
-    /** As {@link #run}, with the chunks after the prefill of the given row counts (repeated until total). */
+    /**
+     * A prefill of {@code prefill} rows, then chunk i (from 1) of {@code sizes[i % sizes.length]} rows until
+     * {@code total}; returns every output row of layer 0.
+     */
     static float[] runChunks(TurboQuantKvCache cache, Inputs in, int prefill, int total, int... sizes) {
         AttentionShape s = cache.shape();
         float[] out = new float[total * s.qDim()];
