@@ -1,6 +1,7 @@
 package io.tqserve.cli;
 
 import io.tqserve.constraint.ConstraintState;
+import io.tqserve.constraint.Grammar;
 import io.tqserve.constraint.SchemaCompiler;
 import io.tqserve.constraint.TokenConstraint;
 import io.tqserve.constraint.UnsupportedSchemaException;
@@ -35,7 +36,8 @@ import tools.jackson.databind.json.JsonMapper;
 
 /**
  * {@code ./tqserve bench constraint --maskbench DIR [--tokenizer DIR_OR_FILE] [--limit N] [--only TEXT]
- * [--timeout-ms N] [--failures FILE] [--clock cpu|wall] [--jobs N] [--exclude FILE] [--tail FILE]}: MaskBench
+ * [--timeout-ms N] [--failures FILE] [--clock cpu|wall] [--jobs N] [--exclude FILE] [--tail FILE] [--ttfm FILE]
+ * [--compile-only]}: MaskBench
  * (guidance-ai/jsonschemabench, {@code maskbench/data}) run against
  * the constraint package, measured and scored as MaskBench's own runner and results script do.
  *
@@ -52,7 +54,9 @@ import tools.jackson.databind.json.JsonMapper;
  * (counted at the timeout), TBM over every mask of the schemas that finished. Runs one schema at a time on one
  * worker thread (the timing thread); the calling thread only waits for it. Times are that thread's CPU time by
  * default ({@code --clock cpu}): on a shared machine wall time also counts the time the thread waits for a core;
- * on an idle core the two agree. The per-schema timeout counts the worker's CPU time as well.
+ * on an idle core the two agree. The per-schema timeout counts the worker's CPU time as well. {@code --ttfm FILE}
+ * writes every schema's TTFM and its compile part, slowest first; {@code --compile-only} skips the masks (a schema
+ * that compiles counts as passing), for the TTFM of the full set alone.
  */
 final class MaskBench {
     static final long DEFAULT_TIMEOUT_MS = 10_000;
@@ -73,11 +77,20 @@ final class MaskBench {
     }
 
     /** One schema file's outcome; {@code maskNs} are the times of its masks (empty unless it finished). */
-    record Outcome(String id, Status status, String detail, String keyword, long ttfmNs, long[] maskNs, int tests) {
+    record Outcome(String id, Status status, String detail, String keyword, long ttfmNs, long[] maskNs, int tests,
+            long compileNs) {
+        Outcome(String id, Status status, String detail, String keyword, long ttfmNs, long[] maskNs, int tests) {
+            this(id, status, detail, keyword, ttfmNs, maskNs, tests, 0);
+        }
     }
 
     /** How a schema is turned into masks: the constraint package's API, in one place. */
-    record Engine(Vocabulary vocabulary, int[] eos, Function<String, int[]> encoder, LongSupplier clock) {
+    record Engine(Vocabulary vocabulary, int[] eos, Function<String, int[]> encoder, LongSupplier clock,
+            boolean compileOnly) {
+        Engine(Vocabulary vocabulary, int[] eos, Function<String, int[]> encoder, LongSupplier clock) {
+            this(vocabulary, eos, encoder, clock, false);
+        }
+
         TokenConstraint compile(Object schema) {
             return new TokenConstraint(SchemaCompiler.compile(schema), vocabulary);
         }
@@ -92,7 +105,7 @@ final class MaskBench {
 
     static int run(String[] args) throws Exception {
         CliArgs a = new CliArgs(args, 2, Set.of("--maskbench", "--tokenizer", "--limit", "--only", "--timeout-ms",
-                "--failures", "--clock", "--jobs", "--exclude", "--tail"), Set.of());
+                "--failures", "--clock", "--jobs", "--exclude", "--tail", "--ttfm"), Set.of("--compile-only"));
         Path dir = Path.of(a.require("--maskbench"));
         Path data = Files.isDirectory(dir.resolve("data")) ? dir.resolve("data") : dir;
         List<Path> files = files(data, a.get("--only", ""), a.getInt("--limit", Integer.MAX_VALUE));
@@ -111,7 +124,8 @@ final class MaskBench {
                 case "wall" -> System::nanoTime;
                 default -> throw new IllegalArgumentException("--clock: cpu or wall, got " + clockName);
             };
-            Engine engine = new Engine(vocabulary, tokenizer.eosTokenIds(), t -> tokenizer.encode(t, false), clock);
+            Engine engine = new Engine(vocabulary, tokenizer.eosTokenIds(), t -> tokenizer.encode(t, false), clock,
+                    a.has("--compile-only"));
             System.err.printf("maskbench: %d schema files, vocabulary %d tokens (%s), timeout %d ms, %s clock%n",
                     files.size(), size, tokenizerDir, timeoutMs, clockName);
             int jobs = a.getInt("--jobs", 1);
@@ -137,6 +151,10 @@ final class MaskBench {
             String tail = a.get("--tail", null);
             if (tail != null) {
                 Files.writeString(Path.of(tail), tailList(outcomes), StandardCharsets.UTF_8);
+            }
+            String ttfmFile = a.get("--ttfm", null);
+            if (ttfmFile != null) {
+                Files.writeString(Path.of(ttfmFile), ttfmList(outcomes), StandardCharsets.UTF_8);
             }
         }
         return 0;
@@ -305,9 +323,12 @@ final class MaskBench {
         }
         LongSupplier clock = engine.clock();
         long t0 = clock.getAsLong();
+        long compiled;
         TokenConstraint c;
         try {
-            c = engine.compile(schema);
+            Grammar g = SchemaCompiler.compile(schema);
+            compiled = clock.getAsLong() - t0;
+            c = new TokenConstraint(g, engine.vocabulary());
         } catch (UnsupportedSchemaException e) {
             return new Outcome(id, Status.COMPILE_ERROR, e.getMessage(), e.keyword(), 0, new long[0], tests.size());
         } catch (OutOfMemoryError e) {
@@ -319,6 +340,9 @@ final class MaskBench {
                     new long[0], tests.size());
         }
         long ttfm = clock.getAsLong() - t0;
+        if (engine.compileOnly()) {
+            return new Outcome(id, Status.PASSING, "compiled", null, ttfm, new long[0], tests.size(), compiled);
+        }
         int vocab = engine.vocabulary().size();
         long[] times = new long[64];
         int n = 0;
@@ -372,7 +396,7 @@ final class MaskBench {
         } catch (StackOverflowError e) {
             return new Outcome(id, Status.STACK_OVERFLOW, "masks", null, ttfm, new long[0], tests.size());
         }
-        return new Outcome(id, status, detail, null, ttfm, Arrays.copyOf(times, n), tests.size());
+        return new Outcome(id, status, detail, null, ttfm, Arrays.copyOf(times, n), tests.size(), compiled);
     }
 
     /** The text up to the rejected token and the token, for the failure list. */
@@ -490,6 +514,20 @@ final class MaskBench {
 
     private static long slow(Outcome o) {
         return Arrays.stream(o.maskNs()).filter(ns -> ns >= 1_000_000).count();
+    }
+
+    /**
+     * One line per schema with a TTFM (compiled, or timed out), slowest first: TTFM, of which the schema compile
+     * (the rest builds the constraint's start state and closing plan), in microseconds; id; status.
+     */
+    static String ttfmList(List<Outcome> outcomes) {
+        StringBuilder sb = new StringBuilder("# ttfm_us\tcompile_us\tid\tstatus\n");
+        outcomes.stream().filter(o -> o.status() != Status.COMPILE_ERROR && o.status() != Status.OUT_OF_MEMORY
+                        && o.status() != Status.STACK_OVERFLOW)
+                .sorted((x, y) -> Long.compare(y.ttfmNs(), x.ttfmNs()))
+                .forEach(o -> sb.append(o.ttfmNs() / 1000).append('\t').append(o.compileNs() / 1000).append('\t')
+                        .append(o.id()).append('\t').append(o.status().label).append('\n'));
+        return sb.toString();
     }
 
     /** One line per schema that did not pass: id, status, why. */

@@ -135,37 +135,59 @@ final class JsonLexemes {
     static Lexeme of(String name, Automaton automaton, int maxStates, String keyword) {
         // dk.brics' determinization (inside minimize) has no bound and ignores interrupts: a byte automaton that is
         // not yet deterministic (a UTF-8 expansion) goes through the bounded, interruptible subset construction
-        Automaton a = automaton.isDeterministic() ? automaton.clone()
+        Automaton a = automaton.isDeterministic() ? automaton
                 : EcmaRegex.determinize(automaton, 16 * maxStates, "the automaton of " + name, keyword);
-        if (a.getNumberOfStates() > 16 * maxStates) { // minimising is not interruptible: bound it first
+        if (a.getNumberOfStates() > 16 * maxStates) { // bound the table before building it
             throw new ConstraintBudgetException(keyword, "the automaton of " + name + " has " + a.getNumberOfStates()
                     + " states before minimisation (at most " + 16 * maxStates + ")");
         }
-        a.minimize();
         List<State> states = new ArrayList<>(a.getStates());
-        if (states.size() > maxStates) {
-            throw new ConstraintBudgetException(keyword, "the automaton of " + name + " has " + states.size()
-                    + " states (at most " + maxStates + ")");
-        }
         states.remove(a.getInitialState());
         states.addFirst(a.getInitialState());
         Map<State, Integer> index = new HashMap<>();
         for (int i = 0; i < states.size(); i++) {
             index.put(states.get(i), i);
         }
-        int n = states.size();
-        int[][] delta = new int[n][256];
-        boolean[] accept = new boolean[n];
-        for (int i = 0; i < n; i++) {
-            java.util.Arrays.fill(delta[i], -1);
-            State s = states.get(i);
-            accept[i] = s.isAccept();
+        // byte classes: the intervals between the transitions' ends
+        boolean[] cut = new boolean[257];
+        cut[0] = true;
+        for (State s : states) {
             for (Transition t : s.getTransitions()) {
-                for (int c = t.getMin(); c <= Math.min(255, (int) t.getMax()); c++) {
-                    delta[i][c] = index.get(t.getDest());
+                if (t.getMin() <= 255) {
+                    cut[t.getMin()] = true;
+                    cut[Math.min(256, t.getMax() + 1)] = true;
                 }
             }
         }
+        int[] classOf = new int[256];
+        int nc = 0;
+        for (int b = 0; b < 256; b++) {
+            nc += cut[b] ? 1 : 0;
+            classOf[b] = nc - 1;
+        }
+        int[] table = new int[states.size() * nc];
+        java.util.Arrays.fill(table, -1);
+        boolean[] accepting = new boolean[states.size()];
+        for (int i = 0; i < states.size(); i++) {
+            State s = states.get(i);
+            accepting[i] = s.isAccept();
+            for (Transition t : s.getTransitions()) {
+                if (t.getMin() <= 255) {
+                    int to = index.get(t.getDest());
+                    for (int c = classOf[t.getMin()]; c <= classOf[Math.min(255, (int) t.getMax())]; c++) {
+                        table[i * nc + c] = to;
+                    }
+                }
+            }
+        }
+        ByteDfa.Minimal min = ByteDfa.minimize(table, nc, classOf, accepting, 0);
+        if (min.states() > maxStates) {
+            throw new ConstraintBudgetException(keyword, "the automaton of " + name + " has " + min.states()
+                    + " states (at most " + maxStates + ")");
+        }
+        int n = min.states();
+        int[][] delta = min.delta();
+        boolean[] accept = min.accept();
         // wide when some state takes many bytes (an unanchored pattern, a uri): its masks are then cached per state
         // from a walk of the vocabulary with the automaton alone, not walked with the parser token by token
         int fanout = 0;

@@ -44,8 +44,8 @@ final class ObjectGrammar {
             }
             Node value = additional instanceof Map<?, ?> am ? c.value(am, at + "/additionalProperties") : c.anyValue();
             Node string = absent.isEmpty() ? c.seq(at, c.lit("\"", at), c.count(new Lex(JsonLexemes.STRING_CHAR, 0, -1), at),
-                    c.lit("\"", at)) : c.count(ScalarSchemas.string(Map.of(Negation.NOT_STRINGS, new ArrayList<>(absent)),
-                    at, c.limits(), () -> c.check(at)), at);
+                    c.lit("\"", at)) : c.count(c.string(Map.of(Negation.NOT_STRINGS, new ArrayList<>(absent)),
+                    at), at);
             Node member = c.seq(at, string, c.ws(), c.lit(":", at), c.ws(), value, c.ws());
             return c.seq(at, open, c.ws(), c.alt(at, close, c.seq(at, c.count(new Rep(member, c.seq(at, c.lit(",", at), c.ws()), 1, -1),
                     at), close)));

@@ -4,8 +4,11 @@ import dk.brics.automaton.Automaton;
 import dk.brics.automaton.RegExp;
 import io.tqserve.constraint.Grammar.Lex;
 import io.tqserve.constraint.Grammar.Node;
+import java.util.Arrays;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The grammar nodes of strings (length bounds as a counted lexeme; {@code format} and {@code pattern} as one
@@ -15,7 +18,15 @@ final class ScalarSchemas {
     private ScalarSchemas() {
     }
 
-    static Node string(Map<?, ?> m, String at, ConstraintLimits limits, Runnable check) {
+    /**
+     * A string of {@code m}'s keywords. The lexemes of strings with a {@code format}, {@code pattern} or excluded
+     * strings are kept in {@code cache} by those keywords and the length bounds (a compile meets the same string
+     * schema in many places: a {@code date-time} in every member that has one, a pattern in every {@code oneOf}
+     * branch that excludes the others); format-only lexemes also in one cache for the process (a few formats and
+     * bounds; their automata are fixed).
+     */
+    static Node string(Map<?, ?> m, String at, ConstraintLimits limits, Runnable check,
+            Map<String, Optional<Lexeme>> cache) {
         int min = Scalars.count(m, "minLength", at, 0);
         int max = Scalars.count(m, "maxLength", at, -1);
         if (max >= 0 && max < min) {
@@ -24,23 +35,49 @@ final class ScalarSchemas {
         Object format = m.get("format") instanceof String f && SchemaKeywords.NUMERIC_FORMATS.contains(f) ? null
                 : m.get("format");
         Object pattern = m.get("pattern");
-        Node quote = Grammar.lit("\"");
-        Automaton excluded = Negation.excludedStrings(m, at, limits);
-        if (format != null || pattern != null || excluded != null) {
-            return patterned(format, pattern, excluded, min, max, at, limits, check);
+        boolean negated = m.containsKey(Negation.NOT_STRINGS) || m.containsKey(Negation.NOT_PATTERNS);
+        if (format != null || pattern != null || negated) {
+            String key = Literals.json(Arrays.asList(format, pattern, min, max, m.get(Negation.NOT_STRINGS),
+                    m.get(Negation.NOT_PATTERNS), limits.maxLexemeStates()));
+            boolean shared = pattern == null && !negated;
+            Optional<Lexeme> x = shared ? FORMATS.get(key) : null;
+            if (x == null) {
+                x = cache.get(key);
+            }
+            if (x == null) {
+                Automaton excluded = Negation.excludedStrings(m, at, limits);
+                if (format == null && pattern == null && excluded == null) {
+                    return plain(min, max);
+                }
+                x = Optional.ofNullable(patterned(format, pattern, excluded, min, max, at, limits, check));
+                cache.put(key, x);
+                if (shared && FORMATS.size() < MAX_SHARED_FORMATS) {
+                    FORMATS.putIfAbsent(key, x);
+                }
+            }
+            return x.isEmpty() ? Grammar.fail() : Grammar.seq(Grammar.lit("\""), new Lex(x.get(), 0, -1),
+                    Grammar.lit("\""));
         }
+        return plain(min, max);
+    }
+
+    private static final int MAX_SHARED_FORMATS = 256;
+    private static final Map<String, Optional<Lexeme>> FORMATS = new ConcurrentHashMap<>();
+
+    private static Node plain(int min, int max) {
         if (max == 0) {
             return Grammar.lit("\"\"");
         }
+        Node quote = Grammar.lit("\"");
         return Grammar.seq(quote, new Lex(JsonLexemes.STRING_CHAR, min, max), quote);
     }
 
     /**
-     * A string with a {@code format} and/or a {@code pattern}: the intersection of their character automata, the
-     * complement of {@code excluded} (strings a {@code not} rules out; may be null) and the length bounds, as one
-     * lexeme over the bytes of the string's contents.
+     * The lexeme of a string's contents with a {@code format} and/or a {@code pattern}: the intersection of their
+     * character automata, the complement of {@code excluded} (strings a {@code not} rules out; may be null) and the
+     * length bounds, as one lexeme over the bytes of the string's contents; null when no string is left.
      */
-    static Node patterned(Object format, Object pattern, Automaton excluded, int min, int max, String at,
+    static Lexeme patterned(Object format, Object pattern, Automaton excluded, int min, int max, String at,
             ConstraintLimits limits, Runnable check) {
         Automaton chars = null; // DFAs only below: products of DFAs stay deterministic (no subset construction)
         String keyword = "pattern";
@@ -94,12 +131,11 @@ final class ScalarSchemas {
         }
         chars.minimize();
         if (chars.isEmpty()) {
-            return Grammar.fail();
+            return null;
         }
         Automaton bytes = JsonStringContent.of(chars, 16 * limits.maxLexemeStates(), "the automaton of " + name,
                 keyword);
-        return Grammar.seq(Grammar.lit("\""), new Lex(JsonLexemes.of(name, bytes, limits.maxLexemeStates(), keyword),
-                0, -1), Grammar.lit("\""));
+        return JsonLexemes.of(name, bytes, limits.maxLexemeStates(), keyword);
     }
 
     /** Length of the longest string of a finite automaton. */

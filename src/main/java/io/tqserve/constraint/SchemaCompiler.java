@@ -13,6 +13,7 @@ import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CancellationException;
 
@@ -40,6 +41,8 @@ public final class SchemaCompiler {
     /** Whether an object without additionalProperties takes undeclared members (JSON Schema's reading). */
     private final boolean openByDefault;
     private final Map<String, Rule> rules = new HashMap<>();
+    /** String lexemes by their keywords ({@link ScalarSchemas#string}), shared with sub-compilers. */
+    private final Map<String, Optional<Lexeme>> strings;
     private final Node ws;
     private Rule anyValue;
     private int nodes;
@@ -47,11 +50,13 @@ public final class SchemaCompiler {
     private int negations;
 
     private SchemaCompiler(Map<?, ?> root, ConstraintLimits limits, boolean openByDefault) {
-        this(root, limits, System.nanoTime() + limits.compileMillis() * 1_000_000L, openByDefault);
+        this(root, limits, System.nanoTime() + limits.compileMillis() * 1_000_000L, openByDefault, new HashMap<>());
     }
 
-    private SchemaCompiler(Map<?, ?> root, ConstraintLimits limits, long deadline, boolean openByDefault) {
+    private SchemaCompiler(Map<?, ?> root, ConstraintLimits limits, long deadline, boolean openByDefault,
+            Map<String, Optional<Lexeme>> strings) {
         this.root = root;
+        this.strings = strings;
         this.limits = limits;
         this.deadline = deadline;
         this.openByDefault = openByDefault;
@@ -393,7 +398,7 @@ public final class SchemaCompiler {
         if (rest.isEmpty()) {
             return s -> true;
         }
-        SchemaCompiler sub = new SchemaCompiler(root, limits, deadline, openByDefault);
+        SchemaCompiler sub = new SchemaCompiler(root, limits, deadline, openByDefault, strings);
         Grammar g = Grammar.of(sub.value(rest, at));
         nodes += sub.nodes;
         Parser p = new Parser(limits);
@@ -436,7 +441,7 @@ public final class SchemaCompiler {
         List<Node> options = new ArrayList<>();
         for (String t : types) {
             options.add(switch (t) {
-                case "string" -> count(ScalarSchemas.string(m, at, limits, () -> check(at)), at);
+                case "string" -> count(string(m, at), at);
                 case "integer" -> count(ScalarSchemas.integer(m, at, limits), at);
                 case "number" -> count(ScalarSchemas.number(m, at, limits), at);
                 case "boolean" -> alt(at, lit("true", at), lit("false", at));
@@ -466,6 +471,11 @@ public final class SchemaCompiler {
         anyValue.body = alt(at, object, array, string, count(new Lex(ScalarSchemas.NUMBER_LEXEME, 0, -1), at),
                 lit("true", at), lit("false", at), lit("null", at));
         return anyValue;
+    }
+
+    /** A string of {@code m}'s string keywords ({@link ScalarSchemas#string}). */
+    Node string(Map<?, ?> m, String at) {
+        return ScalarSchemas.string(m, at, limits, () -> check(at), strings);
     }
 
     /** JSON whitespace inside objects and arrays. */
