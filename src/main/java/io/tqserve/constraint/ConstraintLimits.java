@@ -21,7 +21,8 @@ package io.tqserve.constraint;
  * @param maskCacheBytes    bytes of the per-constraint cache of lexeme masks (what a lexeme lets through, per
  *                          lexeme state)
  * @param maskWork          work units one token mask may take
- * @param compileMillis     wall time of one compile
+ * @param compileMillis     time of one compile: the compiling thread's CPU time (wall time where the JVM does not
+ *                          measure it)
  * @param requestWork       work units all the masks of one request may take together
  * @param maskMillis        wall time of one token mask (a backstop to {@code maskWork} on a starved machine)
  */

@@ -49,8 +49,11 @@ final class JsonStringContent {
     }
 
     private Automaton build(Automaton chars) {
-        Automaton a = chars.clone();
-        a.determinize();
+        Automaton a = chars; // read only: a DFA as it is, else a deterministic copy
+        if (!a.isDeterministic()) {
+            a = chars.clone();
+            a.determinize();
+        }
         Map<State, State> map = new HashMap<>();
         for (State s : a.getStates()) {
             State t = state();

@@ -82,6 +82,7 @@ final class ScalarSchemas {
         Automaton chars = null; // DFAs only below: products of DFAs stay deterministic (no subset construction)
         String keyword = "pattern";
         String name = "";
+        boolean minimal = true; // a format's or a pattern's automaton alone is minimal already
         if (format != null) {
             chars = Formats.chars(String.valueOf(format));
             if (chars == null) {
@@ -97,6 +98,7 @@ final class ScalarSchemas {
                 throw new UnsupportedSchemaException("pattern", "pattern at " + at + " must be a string");
             }
             Automaton search = EcmaRegex.search(p, limits.maxLexemeStates());
+            minimal = chars == null;
             chars = chars == null ? search : chars.intersection(search);
             keyword = "pattern";
             name = (name.isEmpty() ? "" : name + ", ") + "pattern /" + p + "/";
@@ -105,6 +107,7 @@ final class ScalarSchemas {
             // not (pattern or enum): the strings outside the excluded ones (a complement of a DFA stays small)
             chars = EcmaRegex.determinize((chars == null ? EcmaRegex.anyString() : chars).intersection(
                     excluded.complement()), limits.maxLexemeStates(), "the automaton of not", "not");
+            minimal = false;
             keyword = format == null && pattern == null ? "not" : keyword;
             name = (name.isEmpty() ? "" : name + ", ") + "not";
         }
@@ -127,9 +130,12 @@ final class ScalarSchemas {
                             + " states (at most " + 8L * limits.maxLexemeStates() + ")");
                 }
                 chars = chars.intersection(EcmaRegex.lengths(min, max));
+                minimal = false;
             }
         }
-        chars.minimize();
+        if (!minimal) {
+            chars.minimize();
+        }
         if (chars.isEmpty()) {
             return null;
         }
