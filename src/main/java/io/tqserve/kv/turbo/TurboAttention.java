@@ -53,16 +53,7 @@ final class TurboAttention {
             prefix.scores(kernels, layer, g, nP, q, qOff + j * d, scale, sc, j * stride);
         }
         if (path == AttentionPath.FUSED) {
-            float[] qsum = s.qsum(heads * groups);
-            for (int j = 0; j < heads; j++) {
-                for (int gr = 0; gr < groups; gr++) {
-                    float sum = 0f;
-                    for (int i = gr * 32; i < gr * 32 + 32; i++) {
-                        sum += q[qOff + j * d + i];
-                    }
-                    qsum[j * groups + gr] = sum;
-                }
-            }
+            float[] qsum = groupSums(q, qOff, heads, d, groups, s.qsum(heads * groups));
             if (nT > 0) {
                 tk.scores(lay, chunks, headBase, nT, q, qOff, heads, qsum, sc, nP, stride, scale, s);
             }
@@ -143,16 +134,7 @@ final class TurboAttention {
         for (int j = 0; j < hr && nP > 0; j++) {
             prefix.scores(kernels, layer, g, nP, qg, j * d, scale, sc, j * stride);
         }
-        float[] qsum = s.qsum(hr * groups);
-        for (int j = 0; j < hr; j++) {
-            for (int gr = 0; gr < groups; gr++) {
-                float sum = 0f;
-                for (int i = gr * 32; i < gr * 32 + 32; i++) {
-                    sum += qg[j * d + i];
-                }
-                qsum[j * groups + gr] = sum;
-            }
-        }
+        float[] qsum = groupSums(qg, 0, hr, d, groups, s.qsum(hr * groups));
         tk.scores(lay, chunks, headBase, nT, qg, 0, hr, qsum, sc, nP, stride, scale, s);
         for (int j = 0; j < hr; j++) {
             int n = n0 + j / heads;
@@ -171,6 +153,20 @@ final class TurboAttention {
                 }
             }
         }
+    }
+
+    /** qsum[j·groups + g] = Σ of the 32 elements of group g of query head j (heads at q[qOff + j·d]); returns qsum. */
+    private static float[] groupSums(float[] q, int qOff, int heads, int d, int groups, float[] qsum) {
+        for (int j = 0; j < heads; j++) {
+            for (int gr = 0; gr < groups; gr++) {
+                float sum = 0f;
+                for (int i = gr * 32; i < gr * 32 + 32; i++) {
+                    sum += q[qOff + j * d + i];
+                }
+                qsum[j * groups + gr] = sum;
+            }
+        }
+        return qsum;
     }
 
     /** Per-thread buffers, grown on demand. */
