@@ -39,15 +39,19 @@ public abstract class AbstractKvCache extends AbstractSequenceKv implements KvCa
 
     @Override
     public final void attend(int layer, int rowOffset, int rows, float[] q, float[] k, float[] v, float[] out) {
+        AttentionTasks tasks = stage(layer, rowOffset, rows, q, k, v, out);
+        backend.parallelFor(tasks.count(), tasks.body());
+    }
+
+    /** Stores the rows' K/V, then returns their attention (storing reads k and v, it never changes them). */
+    @Override
+    public final AttentionTasks stage(int layer, int rowOffset, int rows, float[] q, float[] k, float[] v,
+            float[] out) {
         beginPass(rows);
         ensureCapacity(length() + rows);
-        if (length() == 0 && attendsFreshPrefillInFullPrecision()) {
-            attendFloat(rowOffset, rows, q, k, v, out);
-            store(layer, rowOffset, rows, k, v);
-        } else {
-            store(layer, rowOffset, rows, k, v);
-            attendStored(layer, rowOffset, rows, q, out);
-        }
+        boolean fresh = length() == 0 && attendsFreshPrefillInFullPrecision();
+        store(layer, rowOffset, rows, k, v);
+        return fresh ? attendFloat(rowOffset, rows, q, k, v, out) : attendStored(layer, rowOffset, rows, q, out);
     }
 
     @Override
@@ -79,8 +83,11 @@ public abstract class AbstractKvCache extends AbstractSequenceKv implements KvCa
     /** Stores rows [rowOffset, rowOffset+rows) of k and v at positions length() .. length()+rows-1 of layer. */
     protected abstract void store(int layer, int rowOffset, int rows, float[] k, float[] v);
 
-    /** Attention of each new row (position length()+r) over the stored tokens [0, length()+r]. */
-    protected abstract void attendStored(int layer, int rowOffset, int rows, float[] q, float[] out);
+    /**
+     * Attention of each new row (position length()+r) over the stored tokens [0, length()+r], as tasks (the rows'
+     * K/V are stored already).
+     */
+    protected abstract AttentionTasks attendStored(int layer, int rowOffset, int rows, float[] q, float[] out);
 
     /** Per-thread score buffer of at least n floats. */
     protected final float[] scores(int n) {
@@ -93,12 +100,12 @@ public abstract class AbstractKvCache extends AbstractSequenceKv implements KvCa
     }
 
     /** Causal full-precision attention of the chunk over itself (fresh prefill). */
-    private void attendFloat(int rowOffset, int rows, float[] q, float[] k, float[] v, float[] out) {
+    private AttentionTasks attendFloat(int rowOffset, int rows, float[] q, float[] k, float[] v, float[] out) {
         int headDim = shape.headDim();
         int qDim = shape.qDim();
         int kvDim = shape.kvDim();
         int group = shape.groupSize();
-        backend.parallelFor(rows * shape.numHeads(), task -> {
+        return new AttentionTasks(rows * shape.numHeads(), rows, task -> {
             int r = task / shape.numHeads();
             int h = task % shape.numHeads();
             int g = h / group;

@@ -106,7 +106,7 @@ public final class Bf16KvCache extends AbstractKvCache {
     }
 
     @Override
-    protected void attendStored(int layer, int rowOffset, int rows, float[] q, float[] out) {
+    protected AttentionTasks attendStored(int layer, int rowOffset, int rows, float[] q, float[] out) {
         int headDim = shape.headDim();
         int qDim = shape.qDim();
         int group = shape.groupSize();
@@ -119,7 +119,7 @@ public final class Bf16KvCache extends AbstractKvCache {
                 values[c * shape.numKvHeads() + g] = block(c, layer, 1, g);
             }
         }
-        backend.parallelFor(rows * shape.numHeads(), task -> {
+        return new AttentionTasks(rows * shape.numHeads(), length() + rows, task -> {
             int r = task / shape.numHeads();
             int h = task % shape.numHeads();
             int g = h / group;

@@ -14,6 +14,17 @@ public interface KvCache extends SequenceKv {
     /** The exact byte layout (bytes per token) of this cache. */
     KvLayout layout();
 
+    /**
+     * {@link #attend}, split: stores the pass's K/V now and returns its attention as tasks for the caller to run
+     * ({@link AttentionTasks}), so that a batch of caches attends in one hand-off to the kernel threads. Running every
+     * task gives exactly what {@link #attend} writes to {@code out}. The default attends at once and returns
+     * {@link AttentionTasks#NONE} (decorators, device caches).
+     */
+    default AttentionTasks stage(int layer, int rowOffset, int rows, float[] q, float[] k, float[] v, float[] out) {
+        attend(layer, rowOffset, rows, q, k, v, out);
+        return AttentionTasks.NONE;
+    }
+
     default KvScheme scheme() {
         return layout().scheme();
     }

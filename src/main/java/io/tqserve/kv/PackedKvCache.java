@@ -60,13 +60,13 @@ public final class PackedKvCache extends ChunkedKvCache {
     }
 
     @Override
-    protected void attendStored(int layer, int rowOffset, int rows, float[] q, float[] out) {
+    protected AttentionTasks attendStored(int layer, int rowOffset, int rows, float[] q, float[] out) {
         int headDim = shape.headDim();
         int heads = shape.groupSize();
         int kvHeads = shape.numKvHeads();
         MemorySegment[] segs = chunks;
         Bf16Prefix prefix = this.prefix;
-        backend.parallelFor(rows * kvHeads, task -> {
+        return new AttentionTasks(rows * kvHeads, (long) (length() + rows) * heads, task -> {
             int r = task / kvHeads;
             int g = task % kvHeads;
             int n = length() + r + 1;

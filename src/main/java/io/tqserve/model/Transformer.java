@@ -12,9 +12,11 @@ import io.tqserve.backend.Matrix;
 import io.tqserve.backend.SamplingSpec;
 import io.tqserve.backend.Kernels;
 import io.tqserve.kv.AttentionShape;
+import io.tqserve.kv.AttentionTasks;
 import io.tqserve.kv.DeviceKvCache;
 import io.tqserve.kv.KvCache;
 import java.nio.file.Path;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -24,7 +26,8 @@ import java.util.Optional;
  * The Llama-family decoder forward pass (Llama, Mistral, Qwen2 with q/k/v biases, Qwen3 with q/k norms).
  * One call runs a batch of chunks — each a run of new tokens of one sequence with its own KV cache — as one
  * matrix of rows: every weight matrix is read once per call for all rows (prefill of a whole prompt, or one
- * decode step of many sequences). Attention runs per chunk against that chunk's cache.
+ * decode step of many sequences). Attention runs per chunk against that chunk's cache, the tasks of all chunks in
+ * one hand-off to the kernel threads per layer.
  *
  * <p>On a backend with a device decoder (MLX), a batch whose caches all live on the device runs the whole forward
  * there instead, as one device graph (decode chunks made with {@link Chunk#sampled} are sampled in it, and
@@ -241,11 +244,7 @@ public final class Transformer implements AutoCloseable {
                 headNorm(state.k, n, c.numKvHeads(), lw.kNorm());
             }
             rope(state, chunks);
-            int row = 0;
-            for (Chunk ch : chunks) {
-                ch.cache().attend(layer, row, ch.count(), state.q, state.k, state.v, state.att);
-                row += ch.count();
-            }
+            attend(state, chunks, layer);
             backend.matmul(lw.wo(), state.att, n, state.tmp);
             kernels.add(state.x, 0, state.tmp, 0, n * dim);
             for (int r = 0; r < n; r++) {
@@ -339,6 +338,36 @@ public final class Transformer implements AutoCloseable {
         if (token < 0 || token >= c.vocabSize()) {
             throw new IllegalArgumentException("token id " + token + " outside the vocabulary of " + c.vocabSize());
         }
+    }
+
+    /**
+     * Every chunk's attention of one layer: each cache stores its chunk's K/V and stages its attention as tasks
+     * ({@link KvCache#stage}), then the tasks of all chunks run in one hand-off to the kernel threads, the largest
+     * first (one hand-off per chunk left each with too little work in a step of many sequences). Which thread runs a
+     * task changes no result.
+     */
+    private void attend(ForwardState state, List<Chunk> chunks, int layer) {
+        AttentionTasks[] parts = new AttentionTasks[chunks.size()];
+        int staged = 0;
+        int row = 0;
+        for (Chunk ch : chunks) {
+            AttentionTasks t = ch.cache().stage(layer, row, ch.count(), state.q, state.k, state.v, state.att);
+            row += ch.count();
+            if (t.count() > 0) {
+                parts[staged++] = t;
+            }
+        }
+        java.util.Arrays.sort(parts, 0, staged, Comparator.comparingLong(AttentionTasks::work).reversed());
+        int[] start = new int[staged + 1];
+        for (int p = 0; p < staged; p++) {
+            start[p + 1] = start[p] + parts[p].count();
+        }
+        int ends = staged + 1;
+        backend.parallelFor(start[staged], task -> {
+            int at = java.util.Arrays.binarySearch(start, 0, ends, task);
+            int p = at >= 0 ? at : -at - 2; // the part whose tasks start at or before task (starts strictly rise)
+            parts[p].body().accept(task - start[p]);
+        });
     }
 
     private void embed(ForwardState s, List<Chunk> chunks) {

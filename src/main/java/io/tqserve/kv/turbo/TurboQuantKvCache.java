@@ -2,6 +2,7 @@ package io.tqserve.kv.turbo;
 
 import io.tqserve.backend.ComputeBackend;
 import io.tqserve.kv.AttentionShape;
+import io.tqserve.kv.AttentionTasks;
 import io.tqserve.kv.Bf16Prefix;
 import io.tqserve.kv.ChunkedKvCache;
 import io.tqserve.kv.KvScheme;
@@ -163,17 +164,16 @@ public final class TurboQuantKvCache extends ChunkedKvCache {
      * backend has threads; bit-identical to attending each row alone.
      */
     @Override
-    protected void attendStored(int layer, int rowOffset, int rows, float[] q, float[] out) {
+    protected AttentionTasks attendStored(int layer, int rowOffset, int rows, float[] q, float[] out) {
         int kvHeads = shape.numKvHeads();
         int length = length();
         if (rows == 1 || path != AttentionPath.FUSED || (prefix != null && prefix.tokens() >= length + 1)) {
-            backend.parallelFor(rows * kvHeads, task -> attention.attend(path, layer, task % kvHeads, rowOffset,
-                    task / kvHeads, length + task / kvHeads + 1, q, out));
-            return;
+            return new AttentionTasks(rows * kvHeads, length + rows, task -> attention.attend(path, layer,
+                    task % kvHeads, rowOffset, task / kvHeads, length + task / kvHeads + 1, q, out));
         }
         int parts = Math.min(rows, Math.max((rows + ROWS_PER_TASK - 1) / ROWS_PER_TASK,
                 (backend.threads() + kvHeads - 1) / kvHeads));
-        backend.parallelFor(parts * kvHeads, task -> {
+        return new AttentionTasks(parts * kvHeads, (long) (length + rows) * ((rows + parts - 1) / parts), task -> {
             int part = task / kvHeads;
             int r0 = (int) ((long) rows * part / parts);
             int r1 = (int) ((long) rows * (part + 1) / parts);
