@@ -70,8 +70,7 @@ final class EcmaRegex {
         }
         Automaton a = determinize(Automaton.union(branches).intersection(anyString()), maxStates, "the pattern /" + pattern + "/",
                 "pattern");
-        a.minimize(); // Hopcroft on a DFA: polynomial
-        return a;
+        return ByteDfa.minimizeChars(a); // Hopcroft on a DFA: polynomial
     }
 
     /**
