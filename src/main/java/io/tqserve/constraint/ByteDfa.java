@@ -27,105 +27,6 @@ final class ByteDfa {
      */
     static Minimal minimize(int[] table, int k, int[] classOf, boolean[] accept, int start) {
         int n = accept.length;
-        int[] id = blocks(table, k, accept, start);
-        if (id[start] < 0) {
-            return new Minimal(new int[][] {filled()}, new boolean[1]);
-        }
-        int count = 0;
-        for (int x : id) {
-            count = Math.max(count, x + 1);
-        }
-        int[][] out = new int[count][];
-        boolean[] acc = new boolean[count];
-        for (int s = 0; s < n; s++) {
-            int to = id[s];
-            if (to >= 0 && out[to] == null) {
-                int[] row = new int[256];
-                for (int b = 0; b < 256; b++) {
-                    int t = table[s * k + classOf[b]];
-                    row[b] = t < 0 ? -1 : id[t];
-                }
-                out[to] = row;
-                acc[to] = accept[s];
-            }
-        }
-        return new Minimal(out, acc);
-    }
-
-    /**
-     * The minimal DFA of a dk.brics DFA over characters (the same language; dead states dropped), by the same
-     * partition refinement over the intervals between the transitions' ends: dk.brics' own minimisation was most
-     * of a Unicode pattern's compile time.
-     */
-    static dk.brics.automaton.Automaton minimizeChars(dk.brics.automaton.Automaton dfa) {
-        java.util.List<dk.brics.automaton.State> states = new java.util.ArrayList<>(dfa.getStates());
-        states.remove(dfa.getInitialState());
-        states.addFirst(dfa.getInitialState());
-        java.util.Map<dk.brics.automaton.State, Integer> index = new java.util.HashMap<>();
-        java.util.TreeSet<Integer> cuts = new java.util.TreeSet<>();
-        cuts.add(0);
-        for (int i = 0; i < states.size(); i++) {
-            index.put(states.get(i), i);
-            for (dk.brics.automaton.Transition t : states.get(i).getTransitions()) {
-                cuts.add((int) t.getMin());
-                cuts.add(t.getMax() + 1);
-            }
-        }
-        cuts.remove(0x10000);
-        int[] points = cuts.stream().mapToInt(Integer::intValue).toArray();
-        int k = points.length;
-        int n = states.size();
-        int[] table = new int[n * k];
-        Arrays.fill(table, -1);
-        boolean[] accept = new boolean[n];
-        for (int i = 0; i < n; i++) {
-            accept[i] = states.get(i).isAccept();
-            for (dk.brics.automaton.Transition t : states.get(i).getTransitions()) {
-                int to = index.get(t.getDest());
-                for (int c = Arrays.binarySearch(points, t.getMin()); c < k && points[c] <= t.getMax(); c++) {
-                    table[i * k + c] = to;
-                }
-            }
-        }
-        int[] id = blocks(table, k, accept, 0);
-        int count = 0;
-        for (int x : id) {
-            count = Math.max(count, x + 1);
-        }
-        dk.brics.automaton.State[] out = new dk.brics.automaton.State[Math.max(1, count)];
-        for (int i = 0; i < out.length; i++) {
-            out[i] = new dk.brics.automaton.State();
-        }
-        boolean[] done = new boolean[out.length];
-        for (int s = 0; s < n; s++) {
-            int from = id[s];
-            if (from < 0 || done[from]) {
-                continue;
-            }
-            done[from] = true;
-            out[from].setAccept(accept[s]);
-            for (int c = 0; c < k; c++) {
-                int t = table[s * k + c];
-                if (t >= 0 && id[t] >= 0) {
-                    char hi = (char) (c + 1 < k ? points[c + 1] - 1 : 0xFFFF);
-                    out[from].addTransition(new dk.brics.automaton.Transition((char) points[c], hi, out[id[t]]));
-                }
-            }
-        }
-        dk.brics.automaton.Automaton a = new dk.brics.automaton.Automaton();
-        a.setInitialState(out[0]);
-        a.setDeterministic(true);
-        a.reduce();
-        return a;
-    }
-
-    /**
-     * Hopcroft's refinement: per state of the table, its state in the minimal automaton, numbered from the start's
-     * (0) in order of first appearance; -1 for states from which no accepting state can be reached (all of them
-     * when the language is empty).
-     */
-    private static int[] blocks(int[] table, int k, boolean[] accept, int start) {
-        int n = accept.length;
         int total = n + 1; // state n: the sink, where the missing transitions go
         int[] trans = new int[total * k];
         for (int s = 0; s < total; s++) {
@@ -248,17 +149,29 @@ final class ByteDfa {
         Arrays.fill(id, -2);
         id[sink] = -1;
         int count = 0;
-        if (blockOf[start] != sink) {
-            id[blockOf[start]] = count++;
+        if (blockOf[start] == sink) {
+            return new Minimal(new int[][] {filled()}, new boolean[1]);
         }
-        int[] out = new int[n];
+        id[blockOf[start]] = count++;
         for (int s = 0; s < n; s++) {
             if (id[blockOf[s]] == -2) {
                 id[blockOf[s]] = count++;
             }
-            out[s] = id[blockOf[s]];
         }
-        return out;
+        int[][] out = new int[count][];
+        boolean[] acc = new boolean[count];
+        for (int s = 0; s < n; s++) {
+            int to = id[blockOf[s]];
+            if (to >= 0 && out[to] == null) {
+                int[] row = new int[256];
+                for (int b = 0; b < 256; b++) {
+                    row[b] = id[blockOf[trans[s * k + classOf[b]]]];
+                }
+                out[to] = row;
+                acc[to] = accept[s];
+            }
+        }
+        return new Minimal(out, acc);
     }
 
     private static int[] filled() {

@@ -70,7 +70,8 @@ final class EcmaRegex {
         }
         Automaton a = determinize(Automaton.union(branches).intersection(anyString()), maxStates, "the pattern /" + pattern + "/",
                 "pattern");
-        return ByteDfa.minimizeChars(a); // Hopcroft on a DFA: polynomial
+        a.minimize(); // Hopcroft on a DFA: polynomial
+        return a;
     }
 
     /**

@@ -59,27 +59,6 @@ class ByteDfaTest {
     }
 
     @Test
-    void charAutomataMinimiseAsDkBricsDoes() {
-        SplittableRandom r = new SplittableRandom(33);
-        for (int round = 0; round < 300; round++) {
-            String re = randomRegex(r, 0).replace("[a-b]", "[a-\u4e00]");
-            Automaton a = new RegExp(re, RegExp.NONE).toAutomaton();
-            a.determinize();
-            Automaton ours = ByteDfa.minimizeChars(a);
-            Automaton m = a.clone();
-            m.minimize();
-            boolean hasDead = m.getStates().stream().anyMatch(q -> !q.isAccept() && q.getTransitions().isEmpty()
-                    && q != m.getInitialState());
-            assertThat(ours.getNumberOfStates()).as(re).isEqualTo(hasDead ? m.getNumberOfStates() - 1
-                    : m.getNumberOfStates());
-            assertThat(ours.equals(m)).as(re).isTrue(); // dk.brics: same language
-            for (String s : strings(5)) {
-                assertThat(ours.run(s)).as(re + " on " + s).isEqualTo(a.run(s));
-            }
-        }
-    }
-
-    @Test
     void emptyLanguageIsOneDeadState() {
         Lexeme x = JsonLexemes.of("none", Automaton.makeEmpty(), 10, "pattern");
         assertThat(x.states()).isEqualTo(1);
