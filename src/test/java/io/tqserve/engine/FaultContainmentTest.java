@@ -91,11 +91,12 @@ class FaultContainmentTest {
                 .mapToInt(e -> ((GenerationEvent.Token) e).tokenId()).toArray();
     }
 
-    /** A cache that throws from attend once it holds {@code failAt} tokens: a fault inside the forward pass. */
+    /** A cache that throws from attend (or stage, which the batched forward calls) once it holds {@code failAt} tokens: a fault inside the forward pass. */
     static KvCache failingFrom(KvCache delegate, int failAt) {
         return (KvCache) Proxy.newProxyInstance(KvCache.class.getClassLoader(), new Class<?>[] {KvCache.class},
                 (proxy, method, args) -> {
-                    if (method.getName().equals("attend") && delegate.length() >= failAt) {
+                    if ((method.getName().equals("attend") || method.getName().equals("stage"))
+                            && delegate.length() >= failAt) {
                         throw new IllegalStateException("injected cache fault at " + delegate.length());
                     }
                     try {
