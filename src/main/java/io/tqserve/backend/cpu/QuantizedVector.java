@@ -42,13 +42,13 @@ final class QuantizedVector {
     static final String PROPERTY = "tqserve.cpu.quant-bits";
     /**
      * The kernels' float species, fixed at class loading ({@link #PROPERTY}): {@code auto} (the default) and
-     * {@code 256} cap the machine's preferred width at 256 bits (a machine with narrower vectors keeps its own),
-     * {@code 512} takes the preferred width. A block is one load of L ints (8L codes at 4 bits): at 512 bits a 4-bit
-     * block is 128 columns, so groups of 64 (mlx-community's default) run as two groups per block
-     * ({@link #laneScales}). On AMD Zen 5 the 512-bit loops ran faster per thread CPU time (one kernel thread, from
-     * cache), but in {@code bench decode --weights bf16,8,4} on the quiet machine their ratios to bf16 were no better
-     * than the 256-bit ones (8-bit 0.95x against 1.02x, 4-bit 1.41x against 1.55x, separate runs), so 256 stays the
-     * default (docs/benchmarks-journal.md, "Quantized kernels at 512 bits on Zen 5").
+     * {@code 512} take the machine's preferred width, {@code 256} caps it at 256 bits (a machine with narrower
+     * vectors keeps its own). A block is one load of L ints (8L codes at 4 bits): at 512 bits a 4-bit block is 128
+     * columns, so groups of 64 (mlx-community's default) run as two groups per block ({@link #laneScales}). On AMD Zen 5
+     * (full-width 512-bit units) the 512-bit 4-bit loop ran 1.8-1.9 times as many weights per second as the 256-bit
+     * one (one thread, a 5632x2048 matrix from cache, interleaved in one JVM); on Zen 4, whose 512-bit operations
+     * issue as two 256-bit halves, 512-bit loops measured no faster (docs/benchmarks-journal.md, quantized weights on
+     * the AVX-512 machine, 2026-12-01), so {@code 256} is kept as an override.
      */
     static final VectorSpecies<Float> F = species(System.getProperty(PROPERTY, "auto"));
     /** Ints of the width of {@link #F}. */
@@ -69,8 +69,8 @@ final class QuantizedVector {
     static VectorSpecies<Float> species(String setting) {
         VectorSpecies<Float> preferred = FloatVector.SPECIES_PREFERRED;
         return switch (setting.trim().toLowerCase(java.util.Locale.ROOT)) {
-            case "512" -> preferred;
-            case "auto", "256" -> preferred.vectorBitSize() > 256 ? FloatVector.SPECIES_256 : preferred;
+            case "auto", "512" -> preferred;
+            case "256" -> preferred.vectorBitSize() > 256 ? FloatVector.SPECIES_256 : preferred;
             default -> throw new IllegalArgumentException(PROPERTY + " must be auto, 256 or 512, not " + setting);
         };
     }
