@@ -8,7 +8,6 @@ import io.tqserve.backend.Matrix;
 import java.lang.foreign.MemorySegment;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
-import jdk.incubator.vector.VectorShuffle;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
@@ -55,10 +54,6 @@ final class QuantizedVector {
     static final VectorSpecies<Integer> I = VectorSpecies.of(int.class, F.vectorShape());
     /** Lanes of {@link #F}: 16 (AVX-512), 8 (AVX2, or AVX-512 capped at 256 bits) or 4 (128-bit vectors: NEON, SSE). */
     static final int L = F.length();
-    /** Lane i takes lane i / (L/2): two groups' scales over a block ({@link #laneScales}). */
-    private static final VectorShuffle<Float> SPREAD2 = VectorShuffle.fromOp(F, i -> i / (L / 2));
-    /** Lane i takes lane i / (L/4): four groups' scales over a block. */
-    private static final VectorShuffle<Float> SPREAD4 = VectorShuffle.fromOp(F, i -> i / (L / 4));
     /** The kernels need 128-bit or wider vectors ({@link #handles} adds the group sizes they take). */
     static final boolean WIDE = F.vectorBitSize() >= 128;
 
@@ -90,7 +85,7 @@ final class QuantizedVector {
 
     /**
      * Whether these kernels handle w: 4 or 8 bits, vectors of 128 bits or more, rows of whole blocks, and either
-     * groups of whole blocks or blocks of two or four whole groups whose lanes each fall in one group (a lane holds 32/bits
+     * groups of whole blocks or blocks of whole groups whose lanes each fall in one group (a lane holds 32/bits
      * consecutive columns): {@link #laneScales} gives each lane its group's scale.
      */
     static boolean handles(Matrix w) {
@@ -100,8 +95,7 @@ final class QuantizedVector {
         }
         int blk = block(q.bits());
         int gs = q.groupSize();
-        return w.cols() % blk == 0
-                && (gs % blk == 0 || (blk == 2 * gs || blk == 4 * gs) && gs % (32 / q.bits()) == 0);
+        return w.cols() % blk == 0 && (gs % blk == 0 || blk % gs == 0 && gs % (32 / q.bits()) == 0);
     }
 
     /**
@@ -247,29 +241,16 @@ final class QuantizedVector {
         if (groupSize >= blk) {
             // the rows' groups in order, each over groupSize/blk whole blocks (no division per block: see scales)
             int per = groupSize / blk;
-            if (per == 1) {
-                for (int g = 0; g < 4 * groups; g++, at += L) {
-                    FloatVector.broadcast(F, sb[g]).intoArray(sb, at);
-                }
-            } else {
-                for (int g = 0; g < 4 * groups; g++) {
-                    for (int p = 0; p < per; p++, at += L) {
-                        FloatVector.broadcast(F, sb[g]).intoArray(sb, at);
-                    }
+            for (int g = 0; g < 4 * groups; g++) {
+                FloatVector s = (FloatVector) F.vectorType().cast(FloatVector.broadcast(F, sb[g]));
+                for (int p = 0; p < per; p++, at += L) {
+                    s.intoArray(sb, at);
                 }
             }
         } else {
-            // two or four groups per block: the groups' scales loaded side by side and spread over their lanes (one
-            // permute per block, a constant shuffle: VectorMask and VectorShuffle values the JIT cannot see as
-            // constants are not intrinsified)
-            if (L / (groupSize / (32 / bits)) == 2) {
-                for (int g = 0; g < 4 * groups; g += 2, at += L) {
-                    FloatVector.fromArray(F, sb, g).rearrange(SPREAD2).intoArray(sb, at);
-                }
-            } else {
-                for (int g = 0; g < 4 * groups; g += 4, at += L) {
-                    FloatVector.fromArray(F, sb, g).rearrange(SPREAD4).intoArray(sb, at);
-                }
+            int lanes = groupSize / (32 / bits);
+            for (int g = 0; g < 4 * groups; g++, at += lanes) {
+                java.util.Arrays.fill(sb, at, at + lanes, sb[g]);
             }
         }
         return base;
