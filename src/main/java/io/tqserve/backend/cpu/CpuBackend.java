@@ -54,8 +54,7 @@ public final class CpuBackend implements ComputeBackend {
     public CpuBackend(Kernels kernels, int threads, String why, boolean int8) {
         this.kernels = kernels;
         this.pool = new KernelPool(threads);
-        this.why = why + (kernels instanceof VectorKernels ? ", " + QuantizedVector.describe() : "")
-                + (int8 && kernels instanceof VectorKernels && QuantizedVector.L == 8
+        this.why = why + (int8 && kernels instanceof VectorKernels && QuantizedVector.L == 8
                 ? ", int8 activations for 4- and 8-bit weights (-D" + QuantizedInt8.PROPERTY + "=true)" : "")
                 + (kernels instanceof VectorKernels ? "; multi-row bf16: " + PackedGemm.describe() : "");
         this.quantized = new QuantizedMatmul(kernels, int8);

@@ -9,6 +9,7 @@ import static io.tqserve.backend.cpu.VectorKernels.LE;
 import java.lang.foreign.MemorySegment;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorOperators;
 
 /**
@@ -25,6 +26,9 @@ import jdk.incubator.vector.VectorOperators;
  * is parsed.
  */
 final class QuantizedLoops {
+    /** Lanes [L/2, L): the second group of a 4-bit block that holds two groups ({@link QuantizedVector#span2}). */
+    static final VectorMask<Float> HIGH = VectorMask.fromLong(F, ((1L << L) - 1) & -(1L << (L / 2)));
+
     private QuantizedLoops() {
     }
 
@@ -43,7 +47,7 @@ final class QuantizedLoops {
 
     /**
      * The loop of the 4-bit kernels on two rows at byte offsets b0 and b0 + d1 of seg, each advancing {@code step}
-     * bytes per load of L ints, rows q0 and q0 + 1 of the call's four (the L lanes' scales of block t at {@code sb[base + (q·blocks + t)·L]}: {@link QuantizedVector#laneScales};
+     * bytes per load of L ints, rows q0 and q0 + 1 of the call's four (scales of block t at {@code sb[base + q·blocks + t]}: {@link QuantizedVector#scales};
      * bias terms after the groups' scales: {@link QuantizedVector#prologue}).
      * Two rows rather than four keep every operand of the loop in the 16 vector registers of AVX2: with four rows the
      * JIT spilled accumulators and loop invariants to the stack on every step, and how badly depended on the order in
@@ -54,8 +58,8 @@ final class QuantizedLoops {
             int xOff, float[] sb, int q0, int count, float[] out, int outOff) {
         int blocks = n / (8 * L);
         long b1 = b0 + d1;
-        int s0 = base + q0 * blocks * L;
-        int s1 = s0 + blocks * L;
+        int s0 = base + q0 * blocks;
+        int s1 = s0 + blocks;
         FloatVector c0 = FloatVector.zero(F);
         FloatVector c1 = FloatVector.zero(F);
         // the block index is the loop's counter, so the scale, activation and code reads are all linear in it and
@@ -78,8 +82,52 @@ final class QuantizedLoops {
             xv = FloatVector.fromArray(F, x, xOff + k + 7 * L);
             e0 = ((FloatVector) v0.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(xv, e0);
             e1 = ((FloatVector) v1.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(xv, e1);
-            c0 = e0.fma(FloatVector.fromArray(F, sb, s0 + t * L), c0);
-            c1 = e1.fma(FloatVector.fromArray(F, sb, s1 + t * L), c1);
+            c0 = e0.fma(FloatVector.broadcast(F, sb[s0 + t]), c0);
+            c1 = e1.fma(FloatVector.broadcast(F, sb[s1 + t]), c1);
+        }
+        float[] lanes = LANES.get();
+        // typed as F's vector class first: see the class comment
+        ((FloatVector) F.vectorType().cast(c0)).intoArray(lanes, 0);
+        ((FloatVector) F.vectorType().cast(c1)).intoArray(lanes, L);
+        finish2(lanes, sb, groups, q0, count, out, outOff);
+    }
+
+    /**
+     * {@link #loop2Q4} where a block holds two groups ({@link QuantizedVector#span2}): the first group's scale on
+     * lanes [0, L/2), the second's on [L/2, L), read from the prologue's layout ({@code sb[base + q·groups + g]},
+     * base 0: {@link QuantizedVector#scales}). The products and sums are those of {@link #loop2Q4}; only the scale
+     * vector is a blend of two broadcasts.
+     */
+    static void loop2Q4Span2(MemorySegment seg, long b0, long d1, int n, int groups, int base, float[] x,
+            int xOff, float[] sb, int q0, int count, float[] out, int outOff) {
+        int blocks = n / (8 * L);
+        long b1 = b0 + d1;
+        int s0 = base + q0 * groups;
+        int s1 = s0 + groups;
+        FloatVector c0 = FloatVector.zero(F);
+        FloatVector c1 = FloatVector.zero(F);
+        // the block index is the loop's counter, so the scale, activation and code reads are all linear in it and
+        // their range checks leave the loop (a check left inside made the JIT box the accumulators on every step)
+        for (int t = 0; t < blocks; t++) {
+            int k = t * (8 * L);
+            long off = t * (4L * L);
+            IntVector v0 = IntVector.fromMemorySegment(I, seg, b0 + off, LE);
+            IntVector v1 = IntVector.fromMemorySegment(I, seg, b1 + off, LE);
+            FloatVector xv = FloatVector.fromArray(F, x, xOff + k);
+            FloatVector e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).mul(xv);
+            FloatVector e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).mul(xv);
+            // codes 1..6 in a loop rather than written out: the JIT unrolls it, and the method's parsed graph stays
+            // small enough that every vector operation is intrinsified (see QuantizedVector's class comment)
+            for (int c = 1, mask = 0xF0; c < 7; c++, mask <<= 4) {
+                xv = FloatVector.fromArray(F, x, xOff + k + c * L);
+                e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e0);
+                e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e1);
+            }
+            xv = FloatVector.fromArray(F, x, xOff + k + 7 * L);
+            e0 = ((FloatVector) v0.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(xv, e0);
+            e1 = ((FloatVector) v1.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(xv, e1);
+            c0 = e0.fma(FloatVector.broadcast(F, sb[s0 + 2 * t]).blend(FloatVector.broadcast(F, sb[s0 + 2 * t + 1]), HIGH), c0);
+            c1 = e1.fma(FloatVector.broadcast(F, sb[s1 + 2 * t]).blend(FloatVector.broadcast(F, sb[s1 + 2 * t + 1]), HIGH), c1);
         }
         float[] lanes = LANES.get();
         // typed as F's vector class first: see the class comment
@@ -97,8 +145,8 @@ final class QuantizedLoops {
             int xOff, float[] sb, int q0, int count, float[] out, int outOff) {
         int blocks = n / (8 * L);
         long b1 = b0 + 4L * L;
-        int s0 = base + q0 * blocks * L;
-        int s1 = s0 + blocks * L;
+        int s0 = base + q0 * blocks;
+        int s1 = s0 + blocks;
         FloatVector c0 = FloatVector.zero(F);
         FloatVector c1 = FloatVector.zero(F);
         // the block index is the loop's counter, so the scale, activation and code reads are all linear in it and
@@ -121,8 +169,47 @@ final class QuantizedLoops {
             xv = FloatVector.fromArray(F, x, xOff + k + 7 * L);
             e0 = ((FloatVector) v0.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(xv, e0);
             e1 = ((FloatVector) v1.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(xv, e1);
-            c0 = e0.fma(FloatVector.fromArray(F, sb, s0 + t * L), c0);
-            c1 = e1.fma(FloatVector.fromArray(F, sb, s1 + t * L), c1);
+            c0 = e0.fma(FloatVector.broadcast(F, sb[s0 + t]), c0);
+            c1 = e1.fma(FloatVector.broadcast(F, sb[s1 + t]), c1);
+        }
+        float[] lanes = LANES.get();
+        // typed as F's vector class first: see the class comment
+        ((FloatVector) F.vectorType().cast(c0)).intoArray(lanes, 0);
+        ((FloatVector) F.vectorType().cast(c1)).intoArray(lanes, L);
+        finish2(lanes, sb, groups, q0, count, out, outOff);
+    }
+
+    /** {@link #loop2Q4Span2} on a pair of rows repacked at load, a copy for the reason given at {@link #loop2Q4Packed}. */
+    static void loop2Q4Span2Packed(MemorySegment seg, long b0, int n, int groups, int base, float[] x,
+            int xOff, float[] sb, int q0, int count, float[] out, int outOff) {
+        int blocks = n / (8 * L);
+        long b1 = b0 + 4L * L;
+        int s0 = base + q0 * groups;
+        int s1 = s0 + groups;
+        FloatVector c0 = FloatVector.zero(F);
+        FloatVector c1 = FloatVector.zero(F);
+        // the block index is the loop's counter, so the scale, activation and code reads are all linear in it and
+        // their range checks leave the loop (a check left inside made the JIT box the accumulators on every step)
+        for (int t = 0; t < blocks; t++) {
+            int k = t * (8 * L);
+            long off = t * (8L * L);
+            IntVector v0 = IntVector.fromMemorySegment(I, seg, b0 + off, LE);
+            IntVector v1 = IntVector.fromMemorySegment(I, seg, b1 + off, LE);
+            FloatVector xv = FloatVector.fromArray(F, x, xOff + k);
+            FloatVector e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).mul(xv);
+            FloatVector e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, 0xF).convert(VectorOperators.I2F, 0)).mul(xv);
+            // codes 1..6 in a loop rather than written out: the JIT unrolls it, and the method's parsed graph stays
+            // small enough that every vector operation is intrinsified (see QuantizedVector's class comment)
+            for (int c = 1, mask = 0xF0; c < 7; c++, mask <<= 4) {
+                xv = FloatVector.fromArray(F, x, xOff + k + c * L);
+                e0 = ((FloatVector) v0.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e0);
+                e1 = ((FloatVector) v1.lanewise(VectorOperators.AND, mask).convert(VectorOperators.I2F, 0)).fma(xv, e1);
+            }
+            xv = FloatVector.fromArray(F, x, xOff + k + 7 * L);
+            e0 = ((FloatVector) v0.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(xv, e0);
+            e1 = ((FloatVector) v1.lanewise(VectorOperators.LSHR, 28).convert(VectorOperators.I2F, 0)).fma(xv, e1);
+            c0 = e0.fma(FloatVector.broadcast(F, sb[s0 + 2 * t]).blend(FloatVector.broadcast(F, sb[s0 + 2 * t + 1]), HIGH), c0);
+            c1 = e1.fma(FloatVector.broadcast(F, sb[s1 + 2 * t]).blend(FloatVector.broadcast(F, sb[s1 + 2 * t + 1]), HIGH), c1);
         }
         float[] lanes = LANES.get();
         // typed as F's vector class first: see the class comment
@@ -133,7 +220,7 @@ final class QuantizedLoops {
 
     /**
      * The loop of the 8-bit kernels on two rows at byte offsets b0 and b0 + d1 of seg, each advancing {@code step}
-     * bytes per load of L ints, rows q0 and q0 + 1 of the call's four (the L lanes' scales of block t at {@code sb[base + (q·blocks + t)·L]}: {@link QuantizedVector#laneScales};
+     * bytes per load of L ints, rows q0 and q0 + 1 of the call's four (scales of block t at {@code sb[base + q·blocks + t]}: {@link QuantizedVector#scales};
      * bias terms after the groups' scales: {@link QuantizedVector#prologue}).
      * Two rows rather than four keep every operand of the loop in the 16 vector registers of AVX2: with four rows the
      * JIT spilled accumulators and loop invariants to the stack on every step, and how badly depended on the order in
@@ -144,8 +231,8 @@ final class QuantizedLoops {
             int xOff, float[] sb, int q0, int count, float[] out, int outOff) {
         int blocks = n / (4 * L);
         long b1 = b0 + d1;
-        int s0 = base + q0 * blocks * L;
-        int s1 = s0 + blocks * L;
+        int s0 = base + q0 * blocks;
+        int s1 = s0 + blocks;
         FloatVector c0 = FloatVector.zero(F);
         FloatVector c1 = FloatVector.zero(F);
         // the block index is the loop's counter, so the scale, activation and code reads are all linear in it and
@@ -168,8 +255,8 @@ final class QuantizedLoops {
             xv = FloatVector.fromArray(F, x, xOff + k + 3 * L);
             e0 = ((FloatVector) v0.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(xv, e0);
             e1 = ((FloatVector) v1.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(xv, e1);
-            c0 = e0.fma(FloatVector.fromArray(F, sb, s0 + t * L), c0);
-            c1 = e1.fma(FloatVector.fromArray(F, sb, s1 + t * L), c1);
+            c0 = e0.fma(FloatVector.broadcast(F, sb[s0 + t]), c0);
+            c1 = e1.fma(FloatVector.broadcast(F, sb[s1 + t]), c1);
         }
         float[] lanes = LANES.get();
         // typed as F's vector class first: see the class comment
@@ -183,8 +270,8 @@ final class QuantizedLoops {
             int xOff, float[] sb, int q0, int count, float[] out, int outOff) {
         int blocks = n / (4 * L);
         long b1 = b0 + 4L * L;
-        int s0 = base + q0 * blocks * L;
-        int s1 = s0 + blocks * L;
+        int s0 = base + q0 * blocks;
+        int s1 = s0 + blocks;
         FloatVector c0 = FloatVector.zero(F);
         FloatVector c1 = FloatVector.zero(F);
         // the block index is the loop's counter, so the scale, activation and code reads are all linear in it and
@@ -207,8 +294,8 @@ final class QuantizedLoops {
             xv = FloatVector.fromArray(F, x, xOff + k + 3 * L);
             e0 = ((FloatVector) v0.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(xv, e0);
             e1 = ((FloatVector) v1.lanewise(VectorOperators.LSHR, 24).convert(VectorOperators.I2F, 0)).fma(xv, e1);
-            c0 = e0.fma(FloatVector.fromArray(F, sb, s0 + t * L), c0);
-            c1 = e1.fma(FloatVector.fromArray(F, sb, s1 + t * L), c1);
+            c0 = e0.fma(FloatVector.broadcast(F, sb[s0 + t]), c0);
+            c1 = e1.fma(FloatVector.broadcast(F, sb[s1 + t]), c1);
         }
         float[] lanes = LANES.get();
         // typed as F's vector class first: see the class comment

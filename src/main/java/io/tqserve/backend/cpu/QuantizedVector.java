@@ -37,22 +37,18 @@ import jdk.incubator.vector.VectorSpecies;
  * {@link VectorKernels}; the loops are in {@link QuantizedLoops}.
  */
 final class QuantizedVector {
-    /** {@code -Dtqserve.cpu.quant-bits=auto|256|512}: the width of these kernels ({@link #F}). */
-    static final String PROPERTY = "tqserve.cpu.quant-bits";
     /**
-     * The kernels' float species, fixed at class loading ({@link #PROPERTY}): {@code auto} (the default) and
-     * {@code 512} take the machine's preferred width, {@code 256} caps it at 256 bits (a machine with narrower
-     * vectors keeps its own). A block is one load of L ints (8L codes at 4 bits): at 512 bits a 4-bit block is 128
-     * columns, so groups of 64 (mlx-community's default) run as two groups per block ({@link #laneScales}). On AMD Zen 5
-     * (full-width 512-bit units) the 512-bit 4-bit loop ran 1.8-1.9 times as many weights per second as the 256-bit
-     * one (one thread, a 5632x2048 matrix from cache, interleaved in one JVM); on Zen 4, whose 512-bit operations
-     * issue as two 256-bit halves, 512-bit loops measured no faster (docs/benchmarks-journal.md, quantized weights on
-     * the AVX-512 machine, 2026-12-01), so {@code 256} is kept as an override.
+     * The kernels' float species: the machine's preferred width capped at 256 bits. A block is one load of L ints
+     * (8L codes at 4 bits), and a group must hold whole blocks: with 512-bit vectors a 4-bit block is 128 columns, so
+     * groups of 64 (mlx-community's default) would fall to the scalar path, about 20 times slower in decode. On AMD
+     * Zen 4, whose 512-bit operations issue as two 256-bit halves, 512-bit versions of these loops measured no faster
+     * (docs/benchmarks-journal.md, quantized weights on the AVX-512 machine, 2026-12-01).
      */
-    static final VectorSpecies<Float> F = species(System.getProperty(PROPERTY, "auto"));
+    static final VectorSpecies<Float> F = FloatVector.SPECIES_PREFERRED.vectorBitSize() > 256
+            ? FloatVector.SPECIES_256 : FloatVector.SPECIES_PREFERRED;
     /** Ints of the width of {@link #F}. */
-    static final VectorSpecies<Integer> I = VectorSpecies.of(int.class, F.vectorShape());
-    /** Lanes of {@link #F}: 16 (AVX-512), 8 (AVX2, or AVX-512 capped at 256 bits) or 4 (128-bit vectors: NEON, SSE). */
+    static final VectorSpecies<Integer> I = F.vectorBitSize() == 256 ? IntVector.SPECIES_256 : IntVector.SPECIES_128;
+    /** Lanes of {@link #F}: 8 (AVX2, AVX-512) or 4 (128-bit vectors: NEON, SSE). */
     static final int L = F.length();
     /** The kernels need 128-bit or wider vectors ({@link #handles} adds the group sizes they take). */
     static final boolean WIDE = F.vectorBitSize() >= 128;
@@ -60,42 +56,30 @@ final class QuantizedVector {
     private QuantizedVector() {
     }
 
-    /** The species for a {@link #PROPERTY} value: the preferred one, capped at 256 bits for {@code 256}. */
-    static VectorSpecies<Float> species(String setting) {
-        VectorSpecies<Float> preferred = FloatVector.SPECIES_PREFERRED;
-        return switch (setting.trim().toLowerCase(java.util.Locale.ROOT)) {
-            case "auto", "512" -> preferred;
-            case "256" -> preferred.vectorBitSize() > 256 ? FloatVector.SPECIES_256 : preferred;
-            default -> throw new IllegalArgumentException(PROPERTY + " must be auto, 256 or 512, not " + setting);
-        };
-    }
-
-    /** What {@link CpuBackend#describe} says of these kernels. */
-    static String describe() {
-        return "quantized kernels " + F.vectorBitSize() + "-bit (-D" + PROPERTY + "=256|512)";
-    }
-
     /**
      * Columns per block of the kernels' order: one load of L ints, 8L codes at 4 bits, 4L at 8 bits. A group must
-     * hold whole blocks or a block whole groups ({@link #handles}).
+     * hold whole blocks (4 bits on 256-bit vectors: groups of 64 or 128; narrower groups take the scalar path).
      */
     static int block(int bits) {
         return bits == 4 ? 8 * L : 4 * L;
     }
 
     /**
-     * Whether these kernels handle w: 4 or 8 bits, vectors of 128 bits or more, rows of whole blocks, and either
-     * groups of whole blocks or blocks of whole groups whose lanes each fall in one group (a lane holds 32/bits
-     * consecutive columns): {@link #laneScales} gives each lane its group's scale.
+     * Whether a 4-bit block holds two groups (256-bit vectors: blocks of 64 columns, groups of 32); lanes [0, L/2) of
+     * a block then hold the first group's codes and [L/2, L) the second's ({@link QuantizedLoops#loop2Q4Span2}).
+     */
+    static boolean span2(int bits, int groupSize) {
+        return bits == 4 && block(4) == 2 * groupSize;
+    }
+
+    /**
+     * Whether these kernels handle w: 4 or 8 bits, vectors of 128 bits or more, groups of whole blocks (or, at 4 bits,
+     * blocks of two whole groups: {@link #span2}).
      */
     static boolean handles(Matrix w) {
         GroupQuant q = w.quant();
-        if (!WIDE || q == null || q.bits() != 4 && q.bits() != 8) {
-            return false;
-        }
-        int blk = block(q.bits());
-        int gs = q.groupSize();
-        return w.cols() % blk == 0 && (gs % blk == 0 || blk % gs == 0 && gs % (32 / q.bits()) == 0);
+        return WIDE && q != null && (q.bits() == 4 || q.bits() == 8)
+                && (q.groupSize() % block(q.bits()) == 0 || span2(q.bits(), q.groupSize()) && w.cols() % block(4) == 0);
     }
 
     /**
@@ -184,9 +168,10 @@ final class QuantizedVector {
     }
 
     /**
-     * Where {@link QuantizedInt8}'s loops read the scales of block t of call row q: {@code sb[base + q·blocks + t]}.
-     * With one block per group that is the prologue's layout (base 0); with more blocks than groups, the scales are
-     * first repeated per block after the bias terms (base 4·groups + 4; sb must hold 4·groups + 4 + 4·blocks floats:
+     * Where the loops read the scales of block t of call row q: {@code sb[base + q·blocks + t]}. With one block per
+     * group that is the prologue's layout (base 0), and with two groups per block ({@link #span2}) too (the loop reads
+     * {@code sb[base + q·groups + 2t]} and the next); with more blocks than groups, the scales are first repeated per
+     * block after the bias terms (base 4·groups + 4; sb must hold 4·groups + 4 + 4·blocks floats:
      * {@link #scratchSize}).
      */
     static int scales(float[] sb, int groups, int blocks) {
@@ -226,39 +211,9 @@ final class QuantizedVector {
         return base;
     }
 
-    /**
-     * The scales as the loops read them, one per lane: the L lanes of block t of call row q at
-     * {@code sb[base + (q·blocks + t)·L]}, base = 4·groups + 4 (after the prologue's scales {@code sb[q·groups + g]}
-     * and bias terms); a lane takes the scale of the group its columns belong to. So a block that spans several
-     * groups (4-bit groups of 64 on 512-bit vectors: two per block; groups of 32: four) costs the loops one vector
-     * load, as a block of one group does; the multiply-adds are those of a broadcast scale, the same bits. Returns
-     * base; sb must hold {@link #scratchSize} floats.
-     */
-    static int laneScales(float[] sb, int groups, int bits, int groupSize, int n) {
-        int base = 4 * groups + 4;
-        int blk = block(bits);
-        int at = base;
-        if (groupSize >= blk) {
-            // the rows' groups in order, each over groupSize/blk whole blocks (no division per block: see scales)
-            int per = groupSize / blk;
-            for (int g = 0; g < 4 * groups; g++) {
-                FloatVector s = (FloatVector) F.vectorType().cast(FloatVector.broadcast(F, sb[g]));
-                for (int p = 0; p < per; p++, at += L) {
-                    s.intoArray(sb, at);
-                }
-            }
-        } else {
-            int lanes = groupSize / (32 / bits);
-            for (int g = 0; g < 4 * groups; g++, at += lanes) {
-                java.util.Arrays.fill(sb, at, at + lanes, sb[g]);
-            }
-        }
-        return base;
-    }
-
     /** Floats of scratch a call needs for an n-column matrix of these code bits and groups. */
     static int scratchSize(int bits, int n, int groupSize) {
-        return 4 * (n / groupSize) + 4 + 4 * (n / block(bits)) * L;
+        return 4 * (n / groupSize) + 4 + 4 * (n / block(bits));
     }
 
     /**
@@ -274,12 +229,17 @@ final class QuantizedVector {
         long rb = q.rowBytes(n);
         int groups = n / q.groupSize();
         prologue(w, row, count, xsum, xsOff, sb);
-        int base = laneScales(sb, groups, q.bits(), q.groupSize(), n);
+        int base = scales(sb, groups, n / block(q.bits()));
         long b0 = rb * row;
         long d1 = rb * (row + Math.min(1, count - 1)) - b0;
         long b2 = rb * (row + Math.min(2, count - 1));
         long d3 = rb * (row + Math.min(3, count - 1)) - b2;
-        if (q.bits() == 4) {
+        if (span2(q.bits(), q.groupSize())) {
+            QuantizedLoops.loop2Q4Span2(w.data(), b0, d1, n, groups, base, x, xOff, sb, 0, count, out, outOff);
+            if (count > 2) {
+                QuantizedLoops.loop2Q4Span2(w.data(), b2, d3, n, groups, base, x, xOff, sb, 2, count, out, outOff);
+            }
+        } else if (q.bits() == 4) {
             QuantizedLoops.loop2Q4(w.data(), b0, d1, n, groups, base, x, xOff, sb, 0, count, out, outOff);
             if (count > 2) {
                 QuantizedLoops.loop2Q4(w.data(), b2, d3, n, groups, base, x, xOff, sb, 2, count, out, outOff);
@@ -299,10 +259,13 @@ final class QuantizedVector {
     static void matvecPacked(QuantizedPack p, int bits, int row, int n, float[] x, int xOff, float[] xsum,
             int xsOff, float[] sb, float[] out, int outOff) {
         int groups = p.prologue(row, n, xsum, xsOff, sb);
-        int base = laneScales(sb, groups, bits, p.groupSize(), n);
+        int base = scales(sb, groups, n / block(bits));
         long pairA = row * p.rowBytes();
         long pairB = pairA + 2 * p.rowBytes();
-        if (bits == 4) {
+        if (span2(bits, p.groupSize())) {
+            QuantizedLoops.loop2Q4Span2Packed(p.codes(), pairA, n, groups, base, x, xOff, sb, 0, 4, out, outOff);
+            QuantizedLoops.loop2Q4Span2Packed(p.codes(), pairB, n, groups, base, x, xOff, sb, 2, 4, out, outOff);
+        } else if (bits == 4) {
             QuantizedLoops.loop2Q4Packed(p.codes(), pairA, n, groups, base, x, xOff, sb, 0, 4, out, outOff);
             QuantizedLoops.loop2Q4Packed(p.codes(), pairB, n, groups, base, x, xOff, sb, 2, 4, out, outOff);
         } else {

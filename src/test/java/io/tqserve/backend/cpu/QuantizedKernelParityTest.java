@@ -82,16 +82,15 @@ class QuantizedKernelParityTest {
     /**
      * mlx-community's formats (4 and 8 bits, groups of 32, 64 and 128) run the vector kernels at every vector width
      * the JVM offers (128, 256 or 512 bits): with the preferred species on an AVX-512 machine a 4-bit block was 128
-     * columns, groups of 64 fell to the scalar path and 4-bit decode ran at a twelfth of bf16's speed; now a block
-     * may span several whole groups, each lane scaled by its own group's scale ({@link QuantizedVector#laneScales}).
-     * Rows of 256 columns: whole blocks at every width.
+     * columns, groups of 64 fell to the scalar path and 4-bit decode ran at a twelfth of bf16's speed; at 256 bits
+     * 4-bit groups of 32 fill half a block ({@link QuantizedVector#span2}).
      */
     @Test
     void mlxCommunityFormatsRunTheVectorKernels() {
         assertTrue(QuantizedVector.WIDE, "vectors of " + QuantizedVector.F.vectorBitSize() + " bits");
         for (int bits : new int[] {4, 8}) {
             for (int groupSize : new int[] {32, 64, 128}) {
-                Matrix w = quantized(4, 256, bits, groupSize, DType.BF16, 7);
+                Matrix w = quantized(4, 2 * groupSize, bits, groupSize, DType.BF16, 7);
                 assertTrue(QuantizedVector.handles(w), bits + "-bit, groups of " + groupSize);
                 assertTrue(new QuantizedMatmul(new VectorKernels(), false).fast(w), bits + "-bit, groups of " + groupSize);
             }
