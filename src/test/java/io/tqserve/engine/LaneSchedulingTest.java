@@ -67,6 +67,16 @@ class LaneSchedulingTest {
                 }
             }
         }
+
+        /** Starts the batched lane with this hook and returns the blocker's stream once it holds the lane thread. */
+        Flux<GenerationEvent> hold(BatchedBf16Lane batched) throws InterruptedException {
+            lane = batched;
+            batched.setStepHook(this);
+            batched.start();
+            Flux<GenerationEvent> stream = batched.submit(blocker);
+            await(blocked);
+            return stream;
+        }
     }
 
     static void await(CountDownLatch latch) throws InterruptedException {
@@ -85,11 +95,7 @@ class LaneSchedulingTest {
             throws Exception {
         Recorder rec = new Recorder();
         try (BatchedBf16Lane lane = new BatchedBf16Lane(model, 64L << 20, 16, 8, CHUNK, 1)) {
-            rec.lane = lane;
-            lane.setStepHook(rec);
-            lane.start();
-            Flux<GenerationEvent> blocker = lane.submit(rec.blocker);
-            await(rec.blocked);
+            Flux<GenerationEvent> blocker = rec.hold(lane);
             long b = rec.firstTokenStep.get(rec.blocker);
             GenerationRequest longOne = request(5 * CHUNK, 2); // five chunks
             GenerationRequest s1 = request(3, 2);
@@ -113,11 +119,7 @@ class LaneSchedulingTest {
     void aBatchedLaneAdmitsNowWhileRunningAndQueuedSequencesLeaveASlot() throws Exception {
         Recorder rec = new Recorder();
         try (BatchedBf16Lane lane = new BatchedBf16Lane(model, 64L << 20, 16, 3, CHUNK, 1)) {
-            rec.lane = lane;
-            lane.setStepHook(rec);
-            lane.start();
-            Flux<GenerationEvent> blocker = lane.submit(rec.blocker);
-            await(rec.blocked);
+            Flux<GenerationEvent> blocker = rec.hold(lane);
             assertThat(lane.canAdmitNow(10)).as("one running of three slots").isTrue();
             Flux<GenerationEvent> second = lane.submit(request(3, 2));
             assertThat(lane.waiting()).isEqualTo(1);
