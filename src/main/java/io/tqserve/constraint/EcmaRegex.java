@@ -70,8 +70,31 @@ final class EcmaRegex {
         }
         Automaton a = determinize(Automaton.union(branches).intersection(anyString()), maxStates, "the pattern /" + pattern + "/",
                 "pattern");
-        a.minimize(); // Hopcroft on a DFA: polynomial
+        minimizeBounded(a);
         return a;
+    }
+
+    /** Work units (character intervals times transitions) past which {@link #minimizeBounded} leaves a DFA be. */
+    static final long MINIMIZE_WORK = 20_000_000L;
+
+    /**
+     * Minimises a DFA with dk.brics' Hopcroft when that is cheap, else leaves it as it is (still deterministic and
+     * exact, only larger): dk.brics' minimisation checks neither a budget nor the thread's interrupt, and its work
+     * grows as the automaton's states times its distinct character intervals times a state's transitions (a class of
+     * 700 Unicode ranges repeated 200 times took 1.5 s of CPU).
+     */
+    static void minimizeBounded(Automaton a) {
+        java.util.BitSet points = new java.util.BitSet();
+        long transitions = 0;
+        for (State q : a.getStates()) {
+            for (Transition t : q.getTransitions()) {
+                points.set(t.getMin());
+                transitions++;
+            }
+        }
+        if (transitions * (points.cardinality() + 1L) <= MINIMIZE_WORK) {
+            a.minimize(); // Hopcroft on a DFA: polynomial
+        }
     }
 
     /**
@@ -267,6 +290,13 @@ final class EcmaRegex {
                 i = save;
                 return atom; // a literal '{' (Annex B), read as the next atom
             }
+            // dk.brics builds a repetition's copies without a check of any budget: refuse it by its size first
+            long copies = Math.max(1, range[1] < 0 ? range[0] + 1L : range[1]);
+            if (atom.getNumberOfStates() * copies > maxStates) {
+                throw new ConstraintBudgetException("pattern", "the pattern /" + p + "/ repeats a part of "
+                        + atom.getNumberOfStates() + " automaton states " + copies + " times (more than " + maxStates
+                        + " states)");
+            }
             out = range[1] < 0 ? atom.repeat(range[0]) : atom.repeat(range[0], range[1]);
         } else {
             return atom;
@@ -387,12 +417,24 @@ final class EcmaRegex {
         return r != null;
     }
 
+    /**
+     * A class as two states, one transition per range (the ranges are disjoint: a DFA). A union of one automaton per
+     * range would have two states per range, and a bounded repetition copies every state of its atom.
+     */
     private static Automaton chars(CharSet s) {
-        List<Automaton> parts = new ArrayList<>();
-        for (int k = 0; k < s.size(); k++) {
-            parts.add(BasicAutomata.makeCharRange(s.lo(k), s.hi(k)));
+        if (s.size() == 0) {
+            return BasicAutomata.makeEmpty();
         }
-        return parts.isEmpty() ? BasicAutomata.makeEmpty() : Automaton.union(parts);
+        State start = new State();
+        State end = new State();
+        end.setAccept(true);
+        for (int k = 0; k < s.size(); k++) {
+            start.addTransition(new Transition(s.lo(k), s.hi(k), end));
+        }
+        Automaton a = new Automaton();
+        a.setInitialState(start);
+        a.setDeterministic(true);
+        return a;
     }
 
     private CharSet charClass() {

@@ -113,6 +113,35 @@ class EcmaRegexTest {
                 .hasMessageContaining("needs more than 8000 automaton states");
     }
 
+    /**
+     * MaskBench Github_hard---o79409 (jsonschemabench, maskbench/data): a class of about 700 Unicode ranges under
+     * {@code {1,200}}. The class was a union of one automaton per range (two states each), so dk.brics' repetition,
+     * which checks no budget and no interrupt, built about 280,000 states for 3.4 s of CPU before the state budget
+     * refused them. A class is now two states, and the repetition is what its copies make.
+     */
+    @Test
+    void aWideClassRepeatedIsTwoStatesACopy() {
+        StringBuilder p = new StringBuilder("^[");
+        for (char c = '\u0400'; c < '\u0400' + 1400; c += 2) {
+            p.append(c); // 700 one-character ranges
+        }
+        p.append("]{1,200}$");
+        Automaton a = EcmaRegex.search(p.toString(), 5000);
+        assertThat(a.getNumberOfStates()).isLessThanOrEqualTo(2 * 201);
+        assertThat(a.run("\u0400".repeat(200))).isTrue();
+        assertThat(a.run("\u0400".repeat(201))).isFalse();
+        assertThat(a.run("\u0400\u0402\u0401")).isFalse();
+    }
+
+    /** A repetition whose copies would pass the state budget is refused before dk.brics builds one copy. */
+    @Test
+    void aRepetitionBeyondTheStateBudgetIsRefusedBeforeItIsBuilt() {
+        assertThatThrownBy(() -> EcmaRegex.search("^(?:abcdefghij|klmnopqrst){1,1000}$", 5000))
+                .isInstanceOfSatisfying(ConstraintBudgetException.class, e -> assertThat(e.keyword())
+                        .isEqualTo("pattern"))
+                .hasMessageContaining("1000 times (more than 5000 states)");
+    }
+
     /** Against java.util.regex (which reads these ASCII patterns as ECMA does) on random strings. */
     @Test
     void agreesWithJavaRegexOnRandomStrings() {
