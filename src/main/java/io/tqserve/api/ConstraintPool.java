@@ -1,5 +1,6 @@
 package io.tqserve.api;
 
+import io.tqserve.backend.BackgroundPriority;
 import io.tqserve.constraint.CompileObserver;
 import io.tqserve.constraint.CompileObserver.Outcome;
 import io.tqserve.constraint.ConstraintBudgetException;
@@ -30,7 +31,10 @@ import reactor.core.scheduler.Schedulers;
  * taking the request workers, the event loop or the lanes' cores. Each compile runs under the budgets of
  * {@code tqserve.structured-output.*} (the compiler refuses a schema beyond one, naming the keyword, and watches its
  * own clock against {@code compile-timeout}); a compile still running at twice its time budget, or cancelled because
- * no request waits for it any more, is interrupted, and the compiler checks its thread's interrupt flag.
+ * no request waits for it any more, is interrupted, and the compiler checks its thread's interrupt flag. The threads
+ * run at the lowest OS scheduling priority ({@code tqserve.structured-output.low-priority}, on by default): a
+ * compile then takes only the CPU the lanes' kernel threads leave, and its budget, counted in the compiling
+ * thread's CPU time, does not shrink when it waits for a core.
  */
 @Component
 final class ConstraintPool implements DisposableBean {
@@ -60,7 +64,11 @@ final class ConstraintPool implements DisposableBean {
         AtomicInteger n = new AtomicInteger();
         this.executor = new ThreadPoolExecutor(settings.compileThreads(), settings.compileThreads(), 60,
                 TimeUnit.SECONDS, new ArrayBlockingQueue<>(settings.compileQueue()), r -> {
-                    Thread t = new Thread(r, "tqserve-constraint-" + n.incrementAndGet());
+                    Runnable body = settings.lowPriority() ? () -> {
+                        BackgroundPriority.lowerCurrentThread(); // logs once where it cannot
+                        r.run();
+                    } : r;
+                    Thread t = new Thread(body, "tqserve-constraint-" + n.incrementAndGet());
                     t.setDaemon(true);
                     return t;
                 });

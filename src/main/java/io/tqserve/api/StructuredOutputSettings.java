@@ -13,12 +13,14 @@ import java.time.Duration;
  * @param compileTimeout a compile still running this long is refused with a 400 (the compiler checks its own
  *                       clock; the pool interrupts a compile still running at twice this long)
  * @param limits         the budget of each compile and mask (its compile time is {@code compileTimeout})
+ * @param lowPriority    whether the compile threads run at the lowest OS scheduling priority
+ *                       ({@link io.tqserve.backend.BackgroundPriority}), so compiles take only CPU the lanes leave
  */
 public record StructuredOutputSettings(int compileThreads, int compileQueue, long cacheBytes,
-        Duration compileTimeout, ConstraintLimits limits) {
+        Duration compileTimeout, ConstraintLimits limits, boolean lowPriority) {
     /** The defaults of TqserveProperties.StructuredOutput. */
     public static final StructuredOutputSettings DEFAULTS = new StructuredOutputSettings(defaultThreads(), 64,
-            64L << 20, Duration.ofMillis(ConstraintLimits.DEFAULT.compileMillis()), ConstraintLimits.DEFAULT);
+            64L << 20, Duration.ofMillis(ConstraintLimits.DEFAULT.compileMillis()), ConstraintLimits.DEFAULT, true);
 
     public StructuredOutputSettings {
         if (compileThreads < 1 || compileQueue < 1 || cacheBytes < 0 || compileTimeout.isNegative()

@@ -255,6 +255,8 @@ public record TqserveProperties(@Valid @DefaultValue Model model, @Valid @Defaul
      *                          parser step, a closing bound); beyond it the request fails with schema_too_complex
      * @param requestWork       work units all token masks of one request may take together
      * @param maskTimeout       CPU time one token mask may take (a backstop to maskWork)
+     * @param lowPriority       whether the compile threads run at the lowest OS scheduling priority (Linux nice 19,
+     *                          macOS background band), taking only CPU the lanes leave
      */
     public record StructuredOutput(@DefaultValue("0") @Min(0) int compileThreads,
             @DefaultValue("64") @Min(1) int compileQueue, @DefaultValue("64MB") @NotNull DataSize cacheBytes,
@@ -264,7 +266,7 @@ public record TqserveProperties(@Valid @DefaultValue Model model, @Valid @Defaul
             @DefaultValue("1MB") @NotNull DataSize maxClosingBytes, @DefaultValue("32") @Min(0) int maxWhitespace,
             @DefaultValue("16MB") @NotNull DataSize maskCacheBytes,
             @DefaultValue("10000000") @Min(1) long maskWork, @DefaultValue("200000000") @Min(1) long requestWork,
-            @DefaultValue("1s") @NotNull Duration maskTimeout) {
+            @DefaultValue("1s") @NotNull Duration maskTimeout, @DefaultValue("true") boolean lowPriority) {
         public StructuredOutput {
             if (maskTimeout != null && (maskTimeout.isNegative() || maskTimeout.toMillis() < 1)) {
                 throw new IllegalArgumentException("tqserve.structured-output.mask-timeout must be at least 1ms, not "

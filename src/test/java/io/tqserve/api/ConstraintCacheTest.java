@@ -91,7 +91,7 @@ class ConstraintCacheTest {
     ConstraintCache cache(int threads, int queue, long bytes, Duration timeout) {
         ApiSettings api = new ApiSettings(List.of(), false, 512, Duration.ofSeconds(5), Duration.ofSeconds(1));
         ConstraintPool pool = new ConstraintPool(new StructuredOutputSettings(threads, queue, bytes, timeout,
-                ConstraintLimits.DEFAULT), api,
+                ConstraintLimits.DEFAULT, true), api,
                 recorder);
         pools.add(pool);
         return new ConstraintCache(pool);
