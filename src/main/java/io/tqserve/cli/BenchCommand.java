@@ -15,7 +15,7 @@ final class BenchCommand {
                                             [--timeout-ms 10000] [--failures FILE] [--clock cpu|wall] [--jobs 1]
                                             [--exclude FILE]
                    tqserve bench speculative [--model DIR] [--kv SCHEME] [--tokens 256] [--rounds 5] [--threads N]
-                                             [--min-ngram 2] [--max-ngram 4] [--max-draft 8]
+                                             [--min-ngram 2] [--max-ngram 4] [--max-draft 8] [--account]
                    tqserve bench load [--clients 64] [--duration 60] [--max-tokens 64] [--seed 1] [--model DIR] [--threads N] [--kv-scheme S]
             """;
 

@@ -16,6 +16,10 @@ import java.util.function.IntConsumer;
 final class PhaseTimedBackend implements ComputeBackend {
     private final ComputeBackend inner;
     long matmulNanos;
+    /** CPU time inside weight matmuls, counted while {@link #cpu} is set (ns). */
+    long matmulCpuNanos;
+    /** The threads whose CPU time a matmul is charged ({@code bench speculative --account}); null: wall time only. */
+    CpuClock cpu;
     long matmulBytes;
     long parallelNanos;
     /** Calls that hand work to the kernel threads: matmul, matmuls, parallelFor. */
@@ -27,6 +31,7 @@ final class PhaseTimedBackend implements ComputeBackend {
 
     void reset() {
         matmulNanos = 0;
+        matmulCpuNanos = 0;
         matmulBytes = 0;
         parallelNanos = 0;
         handoffs = 0;
@@ -54,18 +59,22 @@ final class PhaseTimedBackend implements ComputeBackend {
 
     @Override
     public void matmul(Matrix w, float[] x, int rows, float[] out) {
+        long c0 = cpu == null ? 0 : cpu.nanos();
         long t0 = System.nanoTime();
         inner.matmul(w, x, rows, out);
         matmulNanos += System.nanoTime() - t0;
+        matmulCpuNanos += cpu == null ? 0 : cpu.nanos() - c0;
         matmulBytes += w.byteSize();
         handoffs++;
     }
 
     @Override
     public void matmuls(Matrix[] ws, float[] x, int rows, float[][] outs) {
+        long c0 = cpu == null ? 0 : cpu.nanos();
         long t0 = System.nanoTime();
         inner.matmuls(ws, x, rows, outs);
         matmulNanos += System.nanoTime() - t0;
+        matmulCpuNanos += cpu == null ? 0 : cpu.nanos() - c0;
         handoffs++;
         for (Matrix w : ws) {
             matmulBytes += w.byteSize();

@@ -18,7 +18,8 @@ import java.util.Set;
 
 /**
  * {@code ./tqserve bench speculative [--model DIR] [--kv SCHEME] [--tokens N] [--rounds N] [--threads N]
- * [--min-ngram N] [--max-ngram N] [--max-draft N]}: greedy decode speed with and without prompt-lookup speculation,
+ * [--min-ngram N] [--max-ngram N] [--max-draft N] [--account]}: greedy decode speed with and without prompt-lookup
+ * speculation,
  * in one run, rounds alternating off/on, on the serial lane (the {@code --kv} scheme) and the batched lane (bf16),
  * for three workloads: <b>copy</b> (the prompt holds a page's closing sections and then their first lines again,
  * so the continuation repeats the prompt: {@link #FOOTER}), <b>free</b> (short prompts with nothing to copy,
@@ -26,7 +27,10 @@ import java.util.Set;
  * seeded: little repeats). Prints per workload and lane how much the plain output repeats its history
  * ({@link #repeats}), the decode tok/s off and on (medians over the rounds), their ratio, the draft acceptance and
  * tokens per verifying pass, and whether the tokens were identical (they must be: drafts are verified, and sampled
- * tokens are drawn exactly as without them).
+ * tokens are drawn exactly as without them). "on/off CPU" is the same ratio by the CPU time of the lane's thread and
+ * the kernel threads (with {@code --threads 1} the lane's thread does all the work, and the ratio does not move with
+ * other jobs' load; with more threads the kernel threads' spinning between tasks counts too). {@code --account}
+ * prints {@link SpeculativeAccount}'s cost of a pass of k rows against one row instead (one thread by default).
  */
 final class SpeculativeBenchmark {
     /**
@@ -61,20 +65,31 @@ final class SpeculativeBenchmark {
 
     static int run(String[] args) throws Exception {
         CliArgs a = new CliArgs(args, 2, Set.of("--model", "--kv", "--tokens", "--rounds", "--threads", "--min-ngram",
-                "--max-ngram", "--max-draft"), Set.of());
+                "--max-ngram", "--max-draft"), Set.of("--account"));
         KvScheme scheme = KvScheme.parse(a.get("--kv", "turbo:k8v3"));
         int tokens = a.getInt("--tokens", 256);
         int rounds = a.getInt("--rounds", 5);
         PromptLookup lookup = new PromptLookup(a.getInt("--min-ngram", 2), a.getInt("--max-ngram", 4),
                 a.getInt("--max-draft", 8));
+        String[] copy = {FOOTER + "\n" + FOOTER.substring(0, FOOTER.indexOf("REPORTING BUGS") + 14)};
+        if (a.has("--account")) {
+            try (CpuBackend backend = CpuBackend.create(a.getInt("--threads", 1))) {
+                PhaseTimedBackend timed = new PhaseTimedBackend(backend);
+                try (Model model = Model.load(Path.of(a.get("--model", TqserveMain.DEFAULT_MODEL)), timed)) {
+                    System.err.printf("backend %s; pass account, %d rounds%n", backend.describe(), rounds);
+                    SpeculativeAccount.run(model.transformer(), timed, List.of(scheme, KvScheme.parse("bf16")),
+                            model.tokenizer().encode(copy[0]), new int[] {1, 2, 3, 4, 5, 7, 9}, rounds);
+                }
+            }
+            return 0;
+        }
         try (CpuBackend backend = CpuBackend.create(a.getInt("--threads", 0));
                 Model model = Model.load(Path.of(a.get("--model", TqserveMain.DEFAULT_MODEL)), backend)) {
-            String[] copy = {FOOTER + "\n" + FOOTER.substring(0, FOOTER.indexOf("REPORTING BUGS") + 14)};
             System.err.printf("backend %s; %d tokens per request; %d rounds; lookup n=%d..%d, draft %d%n",
                     backend.describe(), tokens, rounds, lookup.minNgram(), lookup.maxNgram(), lookup.maxDraft());
-            System.out.println("| workload | lane | repeats | decode tok/s off | decode tok/s on | on/off | acceptance"
-                    + " | tokens/pass | identical |");
-            System.out.println("|---|---|---|---|---|---|---|---|---|");
+            System.out.println("| workload | lane | repeats | decode tok/s off | decode tok/s on | on/off | on/off CPU"
+                    + " | acceptance | tokens/pass | identical |");
+            System.out.println("|---|---|---|---|---|---|---|---|---|---|");
             for (String lane : List.of("serial " + scheme.id(), "batched bf16")) {
                 for (String workload : List.of("copy", "free", "free sampled")) {
                     String[] prompts = workload.equals("copy") ? copy : FREE;
@@ -110,6 +125,8 @@ final class SpeculativeBenchmark {
         run(lane, ids, 32, true, sampled);
         double[] off = new double[rounds];
         double[] on = new double[rounds];
+        double[] cpuOff = new double[rounds];
+        double[] cpuOn = new double[rounds];
         boolean identical = true;
         double repeats = 0;
         long drafts0 = lane.draftTokensProposed();
@@ -122,21 +139,23 @@ final class SpeculativeBenchmark {
             repeats = repeats(ids, a.tokens(), lookup);
             off[r] = a.tokPerSec();
             on[r] = b.tokPerSec();
+            cpuOff[r] = a.tokPerCpuSec();
+            cpuOn[r] = b.tokPerCpuSec();
             identical &= Arrays.deepEquals(a.tokens(), b.tokens());
         }
         double drafts = lane.draftTokensProposed() - drafts0;
         double passes = lane.verificationPasses() - passes0;
         double offMedian = median(off);
         double onMedian = median(on);
-        System.out.printf("| %s | %s | %.2f | %.1f | %.1f | %.2fx | %s | %s | %s |%n", workload, laneName, repeats,
-                offMedian, onMedian,
-                onMedian / offMedian, drafts == 0 ? "-" : String.format("%.2f", (lane.draftTokensAccepted() - accepted0)
+        double cpuRatio = median(cpuOn) / median(cpuOff);
+        System.out.printf("| %s | %s | %.2f | %.1f | %.1f | %.2fx | %.2fx | %s | %s | %s |%n", workload, laneName,
+                repeats, offMedian, onMedian, onMedian / offMedian, cpuRatio, drafts == 0 ? "-" : String.format("%.2f", (lane.draftTokensAccepted() - accepted0)
                         / drafts), passes == 0 ? "-" : String.format("%.2f", (lane.verificationTokens() - emitted0)
                         / passes), identical ? "yes" : "NO");
         System.out.flush();
     }
 
-    private record Result(int[][] tokens, double tokPerSec) {
+    private record Result(int[][] tokens, double tokPerSec, double tokPerCpuSec) {
     }
 
     /**
@@ -166,28 +185,46 @@ final class SpeculativeBenchmark {
     private static Result run(Lane lane, int[][] prompts, int tokens, boolean speculative, boolean sampled) {
         int[][] out = new int[prompts.length][];
         long decodeNanos = 0;
+        long decodeCpuNanos = 0;
         long decoded = 0;
         for (int i = 0; i < prompts.length; i++) {
             SamplingParams p = new SamplingParams(sampled ? 0.8f : 0f, 0, sampled ? 0.95f : 1f, 0f,
                     sampled ? 1000L + i : null, 1f, 0f, 0f, java.util.Map.of(), tokens, List.of(), true, -1);
             List<Integer> got = new ArrayList<>();
-            long[] first = {0};
+            long[] first = {0, 0, 0}; // wall at the first token, CPU at the first and at the last token
             lane.submit(new GenerationRequest(prompts[i], p).withSpeculative(speculative)).doOnNext(e -> {
                 if (e instanceof GenerationEvent.Token t) {
+                    // on the lane's thread: its CPU time and the kernel threads' (all of the decode's work)
+                    long cpu = laneClock().nanos();
                     if (first[0] == 0) {
                         first[0] = System.nanoTime();
+                        first[1] = cpu;
                     }
+                    first[2] = cpu;
                     got.add(t.tokenId());
                 } else if (e instanceof GenerationEvent.Failed f) {
                     throw new IllegalStateException(f.message());
                 }
             }).blockLast();
             decodeNanos += System.nanoTime() - first[0];
+            decodeCpuNanos += first[2] - first[1];
             decoded += got.size() - 1;
             out[i] = got.stream().mapToInt(Integer::intValue).toArray();
         }
-        return new Result(out, decoded / (decodeNanos / 1e9));
+        return new Result(out, decoded / (decodeNanos / 1e9), decoded / (decodeCpuNanos / 1e9));
     }
+
+    /** The CPU clock of the calling lane thread and the kernel threads, made on the lane's first token. */
+    private static CpuClock laneClock() {
+        CpuClock c = LANE_CLOCK.get();
+        if (c == null) {
+            c = CpuClock.forKernelThreads();
+            LANE_CLOCK.set(c);
+        }
+        return c;
+    }
+
+    private static final ThreadLocal<CpuClock> LANE_CLOCK = new ThreadLocal<>();
 
     private static double median(double[] x) {
         double[] s = x.clone();
