@@ -101,7 +101,7 @@ abstract class AbstractLane implements Lane {
      */
     protected Transformer.Chunk decodeChunk(Sequence seq) {
         if (seq.deviceSampler == null && !model.transformer().runsOnDevice(seq.cache)
-                && seq.proposeDraft(promptLookup, stepCost.rowCostInTokens(stepSequences)) > 0) {
+                && seq.proposeDraft(promptLookup, stepCost.passCost(stepSequences)) > 0) {
             int[] in = seq.verificationInput();
             return new Transformer.Chunk(seq.cache, in, 0, in.length, true);
         }

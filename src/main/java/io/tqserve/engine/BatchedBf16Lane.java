@@ -340,7 +340,7 @@ public final class BatchedBf16Lane extends AbstractLane {
             decoding++;
             draftRows += chunks.get(i).count() - 1;
         }
-        long t0 = System.nanoTime();
+        long t0 = SpeculationGate.now();
         try {
             logits = t.forward(state, chunks);
         } catch (RuntimeException | Error e) {
@@ -374,7 +374,7 @@ public final class BatchedBf16Lane extends AbstractLane {
             consume(owners.get(i), chunks.get(i), logits, offsets[i], sampled[i]);
         }
         if (decoding > 0) { // the pass and its sampling
-            stepCost.observe(decoding, draftRows, System.nanoTime() - t0);
+            stepCost.observe(decoding, draftRows, SpeculationGate.now() - t0);
         }
     }
 

@@ -78,12 +78,12 @@ final class Sequence {
     /**
      * Proposes the draft of the next decode step into {@link #draft} and sets {@link #drafted}: tokens the prompt
      * lookup finds after an earlier occurrence of the sequence's last tokens, as many as the gate finds worth their
-     * rows at a row cost of {@code rowCost} tokens given this sequence's acceptance so far
+     * rows at these pass costs given this sequence's acceptance so far
      * ({@link SpeculationGate}), never more than the tokens it may still generate or its cache may still hold. 0
      * when the request opted out. The first call allocates the lookup's history: the prompt and the token to feed
      * (the output before it is not kept; a lane calls this from the first decode step on).
      */
-    int proposeDraft(PromptLookup lookup, double rowCost) {
+    int proposeDraft(PromptLookup lookup, SpeculationGate.PassCost cost) {
         drafted = 0;
         if (!request.speculative() || !lookup.enabled() || cache == null) {
             return 0;
@@ -96,7 +96,7 @@ final class Sequence {
         if (history == null) {
             startHistory();
         }
-        int want = acceptance.draftLength(rowCost, limit);
+        int want = acceptance.draftLength(cost, limit);
         if (want <= 0) {
             return 0;
         }

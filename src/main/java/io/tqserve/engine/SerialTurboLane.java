@@ -67,10 +67,10 @@ public final class SerialTurboLane extends AbstractLane {
                     || step(seq, logits, 0);
             while (!finished && !seq.cancelled() && !closed) {
                 Transformer.Chunk chunk = decodeChunk(seq);
-                long t0 = System.nanoTime();
+                long t0 = SpeculationGate.now();
                 logits = t.forward(state, List.of(chunk));
                 finished = decodeStep(seq, logits, 0);
-                stepCost.observe(1, chunk.count() - 1, System.nanoTime() - t0); // the pass and its sampling
+                stepCost.observe(1, chunk.count() - 1, SpeculationGate.now() - t0); // the pass and its sampling
                 updateKvBytes(List.of(seq));
             }
             if (closed && !seq.done()) {

@@ -3,20 +3,23 @@ package io.tqserve.engine;
 /**
  * Whether a draft pays, and how long it should be: the cost-aware gate in front of prompt lookup.
  *
- * <p>A verification pass with k draft rows costs the step k extra rows; it saves a pass for every draft token
- * accepted. With a per-token acceptance probability p (the chance a draft token is right given that those before
- * it were), the k-th draft token is reached and accepted with probability p^k, so it adds p^k tokens for the price
- * of one row. Measured in tokens, a row costs {@code c = (time of one extra row) / (time the step spends per
- * token)}. The gate drafts the k-th token only while {@code p^k > c · (1 + MARGIN)}: the longest draft whose last
- * token still pays for its row on average. Every quantity is measured: c by {@link StepCost} from the lane's own
- * passes (plain steps by number of sequences, and the extra time of verification passes per draft row), p by
- * {@link Acceptance} from each sequence's own drafts. Where the gate says no, a sequence still probes with a
- * one-token draft now and then (after 4, 8, ... 64 steps without drafting), so a sequence whose output starts
- * repeating its prompt later is found again; on a workload with nothing to copy the lookup finds nothing and no
- * row is ever added.
+ * <p>A verification pass with d draft rows emits the tokens accepted plus one. With a per-token acceptance
+ * probability p (the chance a draft token is right given that those before it were), the i-th draft token is
+ * reached and accepted with probability p^i, so the pass emits {@code E(d) = 1 + p + ... + p^d} tokens on average.
+ * It costs {@code C(d)} in units of the sequence's share of a plain step ({@code C(0) = 1}): the gate picks the d
+ * that maximises the sequence's tokens per unit of time, {@code E(d) / C(d)}, and drafts only when that beats a
+ * plain step by {@code MARGIN}. The marginal rule it replaced (draft the k-th token while {@code p^k} exceeds a
+ * row's cost) compared each row with a plain step rather than with what the draft before it already gained, and
+ * assumed every row costs the same; on the serial lane a pass of 3 rows costs about what 4 do (the multi-row
+ * matmul's tiles take activation rows in pairs), so {@code C} is measured per row count there. Every quantity is
+ * measured: {@code C} by {@link StepCost} from the lane's own passes (plain steps by number of sequences; on a
+ * one-sequence step each draft length's passes, elsewhere the extra time per draft row), p by {@link Acceptance}
+ * from each sequence's own drafts. Where the gate says no, a sequence still probes with a one-token draft now and
+ * then (after 4, 8, ... 64 steps without drafting), so a sequence whose output starts repeating its prompt later is
+ * found again; on a workload with nothing to copy the lookup finds nothing and no row is ever added.
  */
 final class SpeculationGate {
-    /** How much a draft token must return above its row's cost before it is proposed. */
+    /** How much more a draft must return per unit of time than a plain step before it is proposed. */
     static final double MARGIN = 0.1;
     /** The row cost assumed until the lane has timed a verification pass: low, so the first drafts get measured. */
     static final double PRIOR_ROW_COST = 0.1;
@@ -24,34 +27,64 @@ final class SpeculationGate {
     private SpeculationGate() {
     }
 
-    /**
-     * The longest draft, at most {@code limit} tokens, whose every token pays for its row: the largest k with
-     * {@code p^k > rowCost · (1 + MARGIN)}; 0 when not even one does.
-     */
-    static int worthDrafting(double p, double rowCost, int limit) {
-        double bar = rowCost * (1 + MARGIN);
-        int k = 0;
-        double reach = 1;
-        while (k < limit) {
-            reach *= p;
-            if (reach <= bar) {
-                break;
-            }
-            k++;
+    /** What a pass with d draft rows of a sequence costs, in units of the sequence's share of a plain step. */
+    @FunctionalInterface
+    interface PassCost {
+        double of(int draftRows);
+
+        /** Every draft row costs {@code rowCost} tokens. */
+        static PassCost linear(double rowCost) {
+            return d -> 1 + d * rowCost;
         }
-        return k;
+    }
+
+    /** {@link #worthDrafting(double, PassCost, int)} where every draft row costs {@code rowCost} tokens. */
+    static int worthDrafting(double p, double rowCost, int limit) {
+        return worthDrafting(p, PassCost.linear(rowCost), limit);
     }
 
     /**
-     * What a step costs, measured on the lane's thread: exponentially weighted means of the wall time of steps
-     * without drafts, per number of sequences in the step, and of the extra time per draft row of verification
-     * passes (their time minus the plain step's of the same number of sequences, over their draft rows). One per
-     * lane; only the lane's thread touches it.
+     * The draft length, at most {@code limit} tokens, with the most tokens per unit of time,
+     * {@code E(d) / C(d)}; 0 when none beats a plain step by {@link #MARGIN} (the shortest of equal ones).
+     */
+    static int worthDrafting(double p, PassCost cost, int limit) {
+        int best = 0;
+        double bestRate = 1 + MARGIN;
+        double expected = 1;
+        double reach = 1;
+        for (int d = 1; d <= limit; d++) {
+            reach *= p;
+            expected += reach;
+            double rate = expected / cost.of(d);
+            if (rate > bestRate) {
+                best = d;
+                bestRate = rate;
+            }
+        }
+        return best;
+    }
+
+    /** The clock steps are timed by: the calling thread's CPU time where the JVM has it, else the wall clock. */
+    static long now() {
+        return CPU_TIME ? THREADS.getCurrentThreadCpuTime() : System.nanoTime();
+    }
+
+    private static final java.lang.management.ThreadMXBean THREADS =
+            java.lang.management.ManagementFactory.getThreadMXBean();
+    private static final boolean CPU_TIME = THREADS.isCurrentThreadCpuTimeSupported();
+
+    /**
+     * What a step costs, measured on the lane's thread by {@link #now()} (its CPU time: a step the scheduler
+     * delays on a shared machine is not charged the wait): exponentially weighted means of the time of steps without
+     * drafts, per number of sequences in the step, of one-sequence verification passes per draft length, and of the
+     * extra time per draft row of verification passes (their time minus the plain step's of the same number of
+     * sequences, over their draft rows). One per lane; only the lane's thread touches it.
      */
     static final class StepCost {
         /** Weight of a new observation in the running means. */
         static final double ALPHA = 0.1;
         private double[] plain = new double[17]; // nanos of a step of s sequences without drafts, 0 = not seen
+        private final double[] single = new double[Sequence.MAX_DRAFT + 1]; // one-sequence pass by draft rows
         private double perRow = -1;              // nanos per extra draft row, -1 = not seen
         private double pinned = -1;              // a fixed row cost in tokens, -1 = measured
 
@@ -72,8 +105,11 @@ final class SpeculationGate {
                 plain = java.util.Arrays.copyOf(plain, Math.max(sequences + 1, 2 * plain.length));
             }
             if (draftRows == 0) {
-                plain[sequences] = plain[sequences] == 0 ? nanos : plain[sequences] + ALPHA * (nanos - plain[sequences]);
+                plain[sequences] = mean(plain[sequences], nanos);
                 return;
+            }
+            if (sequences == 1 && draftRows < single.length) {
+                single[draftRows] = mean(single[draftRows], nanos);
             }
             double base = plain[sequences];
             if (base == 0) {
@@ -81,6 +117,10 @@ final class SpeculationGate {
             }
             double extra = Math.max(0, (nanos - base) / draftRows);
             perRow = perRow < 0 ? extra : perRow + ALPHA * (extra - perRow);
+        }
+
+        private static double mean(double old, double x) {
+            return old == 0 ? x : old + ALPHA * (x - old);
         }
 
         /**
@@ -97,6 +137,20 @@ final class SpeculationGate {
                 return PRIOR_ROW_COST;
             }
             return perRow / (base / s);
+        }
+
+        /**
+         * What a pass with d draft rows of one sequence costs in a step of {@code sequences} sequences, in that
+         * sequence's share of a plain step: on a one-sequence step the measured passes of that draft length over the
+         * plain step, where both were timed; otherwise {@code 1 + d · }{@link #rowCostInTokens}.
+         */
+        PassCost passCost(int sequences) {
+            double row = rowCostInTokens(sequences);
+            if (pinned >= 0 || sequences > 1 || plain[1] == 0) {
+                return PassCost.linear(row);
+            }
+            double base = plain[1];
+            return d -> d < single.length && single[d] > 0 ? single[d] / base : 1 + d * row;
         }
     }
 
@@ -120,12 +174,17 @@ final class SpeculationGate {
             return accepted / tried;
         }
 
-        /**
-         * The draft length to ask the lookup for at a row cost of {@code rowCost} tokens, at most {@code limit}: the
-         * gate's length, or a one-token probe when the gate says no and the sequence has gone long enough without.
-         */
+        /** {@link #draftLength(PassCost, int)} where every draft row costs {@code rowCost} tokens. */
         int draftLength(double rowCost, int limit) {
-            int k = worthDrafting(p(), rowCost, limit);
+            return draftLength(PassCost.linear(rowCost), limit);
+        }
+
+        /**
+         * The draft length to ask the lookup for at these pass costs, at most {@code limit}: the gate's length, or a
+         * one-token probe when the gate says no and the sequence has gone long enough without.
+         */
+        int draftLength(PassCost cost, int limit) {
+            int k = worthDrafting(p(), cost, limit);
             if (k > 0) {
                 return k;
             }
