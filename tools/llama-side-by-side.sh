@@ -12,7 +12,7 @@
 #                      `bench decode --weights 8|4` (MLX affine, group 64)
 #   --llama-bench FILE llama.cpp's llama-bench, built outside this repository
 #   --bf16/--q8/--q4   GGUF files of the same weights: bf16, Q8_0 and Q4_0 (an arm without a file is skipped)
-#   TQSERVE_JAVA_OPTS  passed through to the launcher (e.g. -Dtqserve.cpu.int8-activations=true)
+#   TQSERVE_JAVA_OPTS  passed through to the launcher (e.g. -Dtqserve.cpu.quant-activations=float)
 #
 # The GGUF files come from llama.cpp's own tools (not part of this repository):
 #   python convert_hf_to_gguf.py DIR --outtype bf16 --outfile model-bf16.gguf

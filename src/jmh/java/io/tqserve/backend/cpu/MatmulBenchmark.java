@@ -31,8 +31,9 @@ import org.openjdk.jmh.annotations.Warmup;
  * the format: bf16, or the same values quantized group-affine (MLX, group 64, bf16 scales) to 8 or 4 bits
  * ({@code q8}, {@code q4}); compare ops/s across formats for what the quantized kernels gain per matrix.
  * {@code layout} runs the kernels on the weights as stored ({@code mapped}) or on the copy the backend repacks at
- * load ({@code repacked}, what a served model's decode reads); {@code int8} the quantized cases with int8 activations
- * ({@link QuantizedInt8}) or the float kernels.
+ * load ({@code repacked}, what a served model's decode reads); {@code activations} what the quantized cases multiply
+ * ({@link QuantActivations}: {@code float} the float kernels, {@code auto} the default, integer dot products for
+ * 4-bit weights, {@code int8} int8 activations for both widths).
  *
  * <pre>
  * ./mvnw -Pjmh -DskipTests package
@@ -61,9 +62,9 @@ public class MatmulBenchmark {
     @Param({"mapped", "repacked"})
     public String layout;
 
-    /** Whether 4- and 8-bit weights run the int8-activation kernels ({@link QuantizedInt8}; the bf16 case ignores it). */
-    @Param({"false", "true"})
-    public boolean int8;
+    /** What 4- and 8-bit weights multiply ({@link QuantActivations}, lower case; the bf16 case ignores it). */
+    @Param({"float", "auto", "int8"})
+    public String activations;
 
     /**
      * The one-row kernel on the repacked layout ({@link MatvecChoice}, {@code -Dtqserve.cpu.matvec-bits}): {@code auto}
@@ -95,7 +96,8 @@ public class MatmulBenchmark {
         out = new float[rows * outDim];
         boolean vector = !"false".equalsIgnoreCase(System.getProperty(CpuBackend.VECTOR_PROPERTY, "true"));
         System.setProperty(MatvecChoice.PROPERTY, matvecBits);
-        backend = new CpuBackend(vector ? new VectorKernels() : new ScalarKernels(), 1, "bench", int8);
+        backend = new CpuBackend(vector ? new VectorKernels() : new ScalarKernels(), 1, "bench",
+                QuantActivations.valueOf(activations.toUpperCase(java.util.Locale.ROOT)));
         if (layout.equals("repacked")) {
             backend.prepare(java.util.List.of(w));
         }

@@ -44,20 +44,28 @@ public final class CpuBackend implements ComputeBackend {
     private final MatvecChoice matvecs;
 
     public CpuBackend(Kernels kernels, int threads, String why) {
-        this(kernels, threads, why, QuantizedInt8.DEFAULT);
+        this(kernels, threads, why, QuantActivations.configured());
     }
 
     /**
-     * @param int8 4- and 8-bit weights (groups of whole blocks, 256-bit vectors) multiply int8-quantized activations
-     *     ({@link QuantizedInt8}); {@code -Dtqserve.cpu.int8-activations=true} sets it for {@link #create}
+     * @param activations what 4- and 8-bit weights (groups of whole blocks, 256-bit vectors) multiply: float or
+     *     integer-quantized activations ({@link QuantActivations}); {@code -Dtqserve.cpu.quant-activations} sets it
+     *     for {@link #create}
      */
-    public CpuBackend(Kernels kernels, int threads, String why, boolean int8) {
+    public CpuBackend(Kernels kernels, int threads, String why, QuantActivations activations) {
         this.kernels = kernels;
         this.pool = new KernelPool(threads);
-        this.why = why + (int8 && kernels instanceof VectorKernels && QuantizedVector.L == 8
-                ? ", int8 activations for 4- and 8-bit weights (-D" + QuantizedInt8.PROPERTY + "=true)" : "")
+        this.why = why + (kernels instanceof VectorKernels && QuantizedVector.L == 8
+                ? switch (activations) {
+                    case AUTO -> ", integer dot products for 4-bit weights (activations to +-" + QuantizedWide4.RANGE
+                            + " per 64 columns), float for 8-bit";
+                    case INT8 -> ", int8 activations for 4- and 8-bit weights";
+                    case FLOAT -> ", float activations for 4- and 8-bit weights";
+                } + " (-D" + QuantActivations.PROPERTY + "=" + activations.name().toLowerCase(java.util.Locale.ROOT)
+                        + ")"
+                : "")
                 + (kernels instanceof VectorKernels ? "; multi-row bf16: " + PackedGemm.describe() : "");
-        this.quantized = new QuantizedMatmul(kernels, int8);
+        this.quantized = new QuantizedMatmul(kernels, activations);
         this.matvecs = kernels instanceof VectorKernels ? MatvecChoice.fromSystemProperty() : null;
     }
 
@@ -236,7 +244,7 @@ public final class CpuBackend implements ComputeBackend {
                 if (!quantized.fast(m)) {
                     continue;
                 }
-                boolean int8 = quantized.int8(m);
+                boolean int8 = quantized.integer(m);
                 QuantizedPack dst = QuantizedPack.allocate(m, Arena.ofAuto(), int8);
                 pool.parallelFor(parts, p -> QuantizedPack.pack(m, dst, (int) ((long) groups * p / parts),
                         (int) ((long) groups * (p + 1) / parts), int8));

@@ -23,7 +23,9 @@ import jdk.incubator.vector.VectorSpecies;
  * from cache, through {@link CpuBackend#matmul}, G weights/s): 4-bit 16.5–17.2 against 12.3–12.9 for the float kernels,
  * 8-bit 11.0–11.5 against 11.8–12.7 (no gain: its 16-bit products must be widened apart, and the loop alone ran at 13).
  * The Vector API has no {@code vpmaddubsw}/{@code vpmaddwd} (llama.cpp's instructions for this), hence the 16-bit
- * products and the widening by shifts.
+ * products and the widening by shifts. With int8 activations ({@link QuantActivations#INT8}, opt-in) these loops run
+ * for 4- and 8-bit weights; by default ({@link QuantActivations#AUTO}) 4-bit weights run {@link QuantizedWide4}'s
+ * loops on activations quantized to a wider range with the same layout, prologue and scalar twin.
  *
  * <p>The result differs from the dense product by the rounding of the activations only: the bias terms use the
  * float sums of x per group as before, and 8-bit codes are centred ({@code q - 128}) with the bias raised by
@@ -42,15 +44,6 @@ final class QuantizedInt8 {
     static final VectorSpecies<Float> F = FloatVector.SPECIES_256;
     /** Columns per activation block of 4-bit weights (one int8 scale each; 8-bit: {@link #block}). */
     static final int BLOCK = 64;
-    /**
-     * On with {@code -Dtqserve.cpu.int8-activations=true} (off by default: the rounding of the activations moves the
-     * embedded model's logits by up to 3 % (8-bit) and 8 % (4-bit) of their range and changes its greedy tokens on
-     * the reference prompts; docs/quantization.md, "CPU kernels").
-     */
-    static final String PROPERTY = "tqserve.cpu.int8-activations";
-    /** The default of {@link CpuBackend#create}: {@link #PROPERTY}. */
-    static final boolean DEFAULT = "true".equalsIgnoreCase(System.getProperty(PROPERTY, "false"));
-
     private QuantizedInt8() {
     }
 
@@ -73,11 +66,11 @@ final class QuantizedInt8 {
     }
 
     /**
-     * x[xOff..xOff+n) (n a multiple of the block) quantized per {@link #block}: xd[dOff + t] = max|x| / 127 of block t, and
-     * xq in the kernels' order for {@code bits} = round(x · (127 / max|x|)) (Math.round: half up), 0 for a block of
-     * zeros.
+     * x[xOff..xOff+n) (n a multiple of the block) quantized per {@link #block} to {@code |xq| <= range} (127, or
+     * {@link QuantizedWide4#RANGE} for 4-bit weights): xd[dOff + t] = max|x| / range of block t, and xq in the
+     * kernels' order for {@code bits} = round(x · (range / max|x|)) (Math.round: half up), 0 for a block of zeros.
      */
-    static void quantize(int bits, float[] x, int xOff, int n, short[] xq, int qOff, float[] xd, int dOff) {
+    static void quantize(int bits, int range, float[] x, int xOff, int n, short[] xq, int qOff, float[] xd, int dOff) {
         int per = 16 / bits;
         int blk = block(bits);
         for (int t = 0; t < n / blk; t++) {
@@ -86,8 +79,8 @@ final class QuantizedInt8 {
             for (int i = 0; i < blk; i++) {
                 amax = Math.max(amax, Math.abs(x[c0 + i]));
             }
-            float id = amax == 0 ? 0 : 127f / amax;
-            xd[dOff + t] = amax / 127f;
+            float id = amax == 0 ? 0 : range / amax;
+            xd[dOff + t] = amax / range;
             int q0 = qOff + t * blk;
             for (int c = 0; c < per; c++) {
                 for (int j = 0; j < 16; j++) {
@@ -188,8 +181,11 @@ final class QuantizedInt8 {
         return QuantizedVector.scales(sb, groups, n / block(bits));
     }
 
-    /** Up to four rows of w (mapped layout) times the quantized activations; rows beyond count are not written. */
-    static void matvec(Matrix w, int row, int count, short[] xq, int qOff, float[] xd, int dOff, float[] xsum,
+    /**
+     * Up to four rows of w (mapped layout) times the activations quantized to {@code |xq| <= range}
+     * ({@link #quantize}); rows beyond count are not written.
+     */
+    static void matvec(Matrix w, int range, int row, int count, short[] xq, int qOff, float[] xd, int dOff, float[] xsum,
             int sOff, float[] sb, float[] out, int outOff) {
         int n = w.cols();
         long rb = w.quant().rowBytes(n);
@@ -199,7 +195,12 @@ final class QuantizedInt8 {
         long d1 = rb * (row + Math.min(1, count - 1)) - b0;
         long b2 = rb * (row + Math.min(2, count - 1));
         long d3 = rb * (row + Math.min(3, count - 1)) - b2;
-        if (w.quant().bits() == 4) {
+        if (w.quant().bits() == 4 && range > 127) {
+            QuantizedWide4.loop2(w.data(), b0, d1, n, xq, qOff, xd, dOff, sb, base, groups, 0, count, out, outOff);
+            if (count > 2) {
+                QuantizedWide4.loop2(w.data(), b2, d3, n, xq, qOff, xd, dOff, sb, base, groups, 2, count, out, outOff);
+            }
+        } else if (w.quant().bits() == 4) {
             loop2Q4(w.data(), b0, d1, n, xq, qOff, xd, dOff, sb, base, groups, 0, count, out, outOff);
             if (count > 2) {
                 loop2Q4(w.data(), b2, d3, n, xq, qOff, xd, dOff, sb, base, groups, 2, count, out, outOff);
@@ -213,13 +214,16 @@ final class QuantizedInt8 {
     }
 
     /** Four rows (row a multiple of 4) of a pack: the same arithmetic as {@link #matvec}, so the same bits. */
-    static void matvecPacked(QuantizedPack p, int bits, int row, int n, short[] xq, int qOff, float[] xd, int dOff,
+    static void matvecPacked(QuantizedPack p, int bits, int range, int row, int n, short[] xq, int qOff, float[] xd, int dOff,
             float[] xsum, int sOff, float[] sb, float[] out, int outOff) {
         int groups = n / p.groupSize();
         int base = prologue(p, bits, row, n, xsum, sOff, sb);
         long pairA = row * p.rowBytes();
         long pairB = pairA + 2 * p.rowBytes();
-        if (bits == 4) {
+        if (bits == 4 && range > 127) {
+            QuantizedWide4.loop2Packed(p.codes(), pairA, n, xq, qOff, xd, dOff, sb, base, groups, 0, out, outOff);
+            QuantizedWide4.loop2Packed(p.codes(), pairB, n, xq, qOff, xd, dOff, sb, base, groups, 2, out, outOff);
+        } else if (bits == 4) {
             loop2Q4Packed(p.codes(), pairA, n, xq, qOff, xd, dOff, sb, base, groups, 0, out, outOff);
             loop2Q4Packed(p.codes(), pairB, n, xq, qOff, xd, dOff, sb, base, groups, 2, out, outOff);
         } else {

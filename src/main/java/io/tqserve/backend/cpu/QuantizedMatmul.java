@@ -37,18 +37,20 @@ final class QuantizedMatmul {
     record Input(float[] x, float[] sums, short[] xq, float[] xd) {
     }
 
-    private final boolean int8;
+    private final QuantActivations activations;
 
-    /** {@code int8}: run {@link QuantizedInt8}'s kernels where they apply ({@link #int8}). */
-    QuantizedMatmul(Kernels kernels, boolean int8) {
+    /** {@code activations}: run {@link QuantizedInt8}'s integer kernels where the setting takes them ({@link #integer}). */
+    QuantizedMatmul(Kernels kernels, QuantActivations activations) {
         this.kernels = kernels;
         this.vector = kernels instanceof VectorKernels;
-        this.int8 = int8 && vector;
+        this.activations = activations;
     }
 
-    /** Whether w runs {@link QuantizedInt8}'s kernels (int8 activations; the pack then holds their form). */
-    boolean int8(Matrix w) {
-        return int8 && fast(w) && QuantizedInt8.supported(w.quant().bits(), w.quant().groupSize());
+    /**
+     * Whether w runs {@link QuantizedInt8}'s integer kernels (quantized activations; the pack then holds their form).
+     */
+    boolean integer(Matrix w) {
+        return fast(w) && activations.integer(w);
     }
 
     /** Whether w runs the Vector API kernels (which read {@link #input}'s permuted activations). */
@@ -69,12 +71,13 @@ final class QuantizedMatmul {
         int inDim = w.cols();
         int groups = inDim / w.quant().groupSize();
         float[] sums = slot(2 * slot + 1, rows * groups);
-        if (int8(w)) {
+        if (integer(w)) {
             int blocks = inDim / QuantizedInt8.block(w.quant().bits());
             short[] xq = int8Slot(slot, rows * inDim);
             float[] xd = slot(2 * slot, rows * blocks);
+            int range = activations.range(w);
             for (int r = 0; r < rows; r++) {
-                QuantizedInt8.quantize(w.quant().bits(), x, r * inDim, inDim, xq, r * inDim, xd, r * blocks);
+                QuantizedInt8.quantize(w.quant().bits(), range, x, r * inDim, inDim, xq, r * inDim, xd, r * blocks);
                 QuantizedVector.groupSums(x, r * inDim, inDim, w.quant().groupSize(), sums, r * groups);
             }
             return new Input(x, sums, xq, xd);
@@ -130,14 +133,15 @@ final class QuantizedMatmul {
             int blocks = inDim / QuantizedInt8.block(w.quant().bits());
             float[] sb = scratch(scaleScratch, 4 * groups + 4 + 4 * blocks);
             int bits = w.quant().bits();
+            int range = activations.range(w);
             for (int j = from; j < to; j += 4) {
                 int count = Math.min(4, to - j);
                 for (int r = 0; r < rows; r++) {
                     if (pack != null && count == 4) {
-                        QuantizedInt8.matvecPacked(pack, bits, j, inDim, in.xq(), r * inDim, in.xd(), r * blocks,
+                        QuantizedInt8.matvecPacked(pack, bits, range, j, inDim, in.xq(), r * inDim, in.xd(), r * blocks,
                                 in.sums(), r * groups, sb, out, r * outDim + j);
                     } else {
-                        QuantizedInt8.matvec(w, j, count, in.xq(), r * inDim, in.xd(), r * blocks, in.sums(),
+                        QuantizedInt8.matvec(w, range, j, count, in.xq(), r * inDim, in.xd(), r * blocks, in.sums(),
                                 r * groups, sb, out, r * outDim + j);
                     }
                 }

@@ -21,24 +21,29 @@ import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
- * {@link QuantizedInt8}'s kernels and their scalar twin against NumPy on the same stored values
- * ({@code int8-dot-reference.json}, made by {@code tools/gen_int8_dot_reference.py}): the int8 activations exactly,
+ * {@link QuantizedInt8}'s kernels (int8 activations, and the wide 4-bit range of {@link QuantizedWide4}) and their
+ * scalar twin against NumPy on the same stored values
+ * ({@code int8-dot-reference.json}, made by {@code tools/gen_int8_dot_reference.py}): the quantized activations exactly,
  * the outputs within float32 rounding of the kernels' formula (1e-5 of the sum of the terms' magnitudes), and their
  * distance to the plain dequantized product within the bound activation rounding allows.
  */
 class QuantizedInt8Test {
     static CpuBackend vector;
     static CpuBackend packed;
+    static CpuBackend wide;
+    static CpuBackend widePacked;
     static Arena arena;
 
-    record Case(int bits, int groupSize, int rows, int cols, Matrix w, float[] x, int[] xq, float[] d, double[] out,
+    record Case(int bits, int range, int groupSize, int rows, int cols, Matrix w, float[] x, int[] xq, float[] d, double[] out,
             double[] dense, double[] bound) {
     }
 
     @BeforeAll
     static void start() {
-        vector = new CpuBackend(new VectorKernels(), 2, "test", true);
-        packed = new CpuBackend(new VectorKernels(), 2, "test", true);
+        vector = new CpuBackend(new VectorKernels(), 2, "test", QuantActivations.INT8);
+        packed = new CpuBackend(new VectorKernels(), 2, "test", QuantActivations.INT8);
+        wide = new CpuBackend(new VectorKernels(), 2, "test", QuantActivations.AUTO);
+        widePacked = new CpuBackend(new VectorKernels(), 2, "test", QuantActivations.AUTO);
         arena = Arena.ofShared();
     }
 
@@ -46,6 +51,8 @@ class QuantizedInt8Test {
     static void stop() {
         vector.close();
         packed.close();
+        wide.close();
+        widePacked.close();
         arena.close();
     }
 
@@ -83,7 +90,7 @@ class QuantizedInt8Test {
             for (int i = 0; i < d.length; i++) {
                 d[i] = (float) c.get("d").get(i).asDouble();
             }
-            cases.add(new Case(bits, gs, rows, cols, w, x, xq, d, doubles(c.get("out")), doubles(c.get("dense")),
+            cases.add(new Case(bits, c.get("range").asInt(), gs, rows, cols, w, x, xq, d, doubles(c.get("out")), doubles(c.get("dense")),
                     doubles(c.get("bound"))));
         }
         return cases;
@@ -135,22 +142,24 @@ class QuantizedInt8Test {
     void kernelsAndTwinMatchNumPyOnTheStoredValues() throws Exception {
         assumeTrue(QuantizedVector.L == 8, "int8 kernels need 256-bit vectors");
         for (Case c : cases()) {
-            String what = c.bits() + "-bit, groups of " + c.groupSize();
+            String what = c.bits() + "-bit, groups of " + c.groupSize() + ", |xq| <= " + c.range();
             assertTrue(QuantizedInt8.supported(c.bits(), c.groupSize()), what);
             short[] xq = new short[c.cols()];
             float[] d = new float[c.cols() / QuantizedInt8.block(c.bits())];
-            QuantizedInt8.quantize(c.bits(), c.x(), 0, c.cols(), xq, 0, d, 0);
-            assertArrayEquals(c.xq(), columnOrder(c.bits(), xq), what + ": int8 activations");
+            QuantizedInt8.quantize(c.bits(), c.range(), c.x(), 0, c.cols(), xq, 0, d, 0);
+            assertArrayEquals(c.xq(), columnOrder(c.bits(), xq), what + ": quantized activations");
             assertArrayEquals(c.d(), d, what + ": block scales");
             float[] xsum = new float[c.cols() / c.groupSize()];
             QuantizedVector.groupSums(c.x(), 0, c.cols(), c.groupSize(), xsum, 0);
 
+            CpuBackend onMapped = c.range() == 127 ? vector : wide;
+            CpuBackend onPack = c.range() == 127 ? packed : widePacked;
             float[] mapped = new float[c.rows()];
-            vector.matmul(c.w(), c.x(), 1, mapped);
-            packed.prepare(List.of(c.w()));
-            assertTrue(packed.repacked(c.w()), what);
+            onMapped.matmul(c.w(), c.x(), 1, mapped);
+            onPack.prepare(List.of(c.w()));
+            assertTrue(onPack.repacked(c.w()), what);
             float[] pack = new float[c.rows()];
-            packed.matmul(c.w(), c.x(), 1, pack);
+            onPack.matmul(c.w(), c.x(), 1, pack);
             for (int r = 0; r < c.rows(); r++) {
                 double tol = 1e-5 * scale(c, r, xsum);
                 float twin = QuantizedInt8.dot(c.w(), r, xq, 0, d, 0, xsum, 0);

@@ -26,13 +26,15 @@ import org.junit.jupiter.params.provider.MethodSource;
 class QuantizedKernelParityTest {
     static CpuBackend vector;
     static CpuBackend int8;
+    static CpuBackend wide;
     static CpuBackend scalar;
     static Arena arena;
 
     @BeforeAll
     static void start() {
-        vector = new CpuBackend(new VectorKernels(), 2, "test", false);
-        int8 = new CpuBackend(new VectorKernels(), 2, "test", true);
+        vector = new CpuBackend(new VectorKernels(), 2, "test", QuantActivations.FLOAT);
+        int8 = new CpuBackend(new VectorKernels(), 2, "test", QuantActivations.INT8);
+        wide = new CpuBackend(new VectorKernels(), 2, "test", QuantActivations.AUTO);
         scalar = new CpuBackend(new ScalarKernels(), 2, "test");
         arena = Arena.ofShared();
     }
@@ -41,6 +43,7 @@ class QuantizedKernelParityTest {
     static void stop() {
         vector.close();
         int8.close();
+        wide.close();
         scalar.close();
         arena.close();
     }
@@ -92,7 +95,7 @@ class QuantizedKernelParityTest {
             for (int groupSize : new int[] {32, 64, 128}) {
                 Matrix w = quantized(4, 2 * groupSize, bits, groupSize, DType.BF16, 7);
                 assertTrue(QuantizedVector.handles(w), bits + "-bit, groups of " + groupSize);
-                assertTrue(new QuantizedMatmul(new VectorKernels(), false).fast(w), bits + "-bit, groups of " + groupSize);
+                assertTrue(new QuantizedMatmul(new VectorKernels(), QuantActivations.FLOAT).fast(w), bits + "-bit, groups of " + groupSize);
             }
         }
     }
@@ -121,8 +124,10 @@ class QuantizedKernelParityTest {
         float[] v = new float[batch * rows];
         float[] s = new float[batch * rows];
         float[] i8 = new float[batch * rows];
+        float[] wi = new float[batch * rows];
         vector.matmul(w, x, batch, v);
         int8.matmul(w, x, batch, i8);
+        wide.matmul(w, x, batch, wi);
         scalar.matmul(w, x, batch, s);
         for (int r = 0; r < batch; r++) {
             for (int o = 0; o < rows; o++) {
@@ -138,18 +143,28 @@ class QuantizedKernelParityTest {
                 assertEquals(ref, v[r * rows + o], tol, "vector row " + r + " out " + o);
             }
             if (QuantizedInt8.supported(bits, groupSize)) {
-                int8AgreesWithTwinAndDense(w, java.util.Arrays.copyOfRange(x, r * cols, (r + 1) * cols),
-                        java.util.Arrays.copyOfRange(i8, r * rows, (r + 1) * rows), "row " + r);
+                float[] xr = java.util.Arrays.copyOfRange(x, r * cols, (r + 1) * cols);
+                int8AgreesWithTwinAndDense(w, 127, xr, java.util.Arrays.copyOfRange(i8, r * rows, (r + 1) * rows),
+                        "int8, row " + r);
+                if (bits == 4) {
+                    int8AgreesWithTwinAndDense(w, QuantizedWide4.RANGE, xr,
+                            java.util.Arrays.copyOfRange(wi, r * rows, (r + 1) * rows), "wide, row " + r);
+                } else {
+                    for (int o = 0; o < rows; o++) { // 8-bit weights keep the float kernels by default
+                        assertEquals(Float.floatToIntBits(v[r * rows + o]), Float.floatToIntBits(wi[r * rows + o]));
+                    }
+                }
             }
         }
     }
 
     /**
-     * The int8-activation kernels ({@link QuantizedInt8}): each output within float32 rounding (1e-5 of the sum of
-     * its terms' moduli) of the scalar twin, and within the bound activation rounding allows of the dequantized
-     * product: {@code Σ_blocks d/2 · Σ |s·(q - z)|} (the tolerance NumPy's reference fixes in QuantizedInt8Test).
+     * The integer-activation kernels ({@link QuantizedInt8}, activations quantized to {@code |xq| <= range}): each
+     * output within float32 rounding (1e-5 of the sum of its terms' moduli) of the scalar twin, and within the bound
+     * activation rounding allows of the dequantized product: {@code Σ_blocks d/2 · Σ |s·(q - z)|} (the tolerance
+     * NumPy's reference fixes in QuantizedInt8Test).
      */
-    static void int8AgreesWithTwinAndDense(Matrix w, float[] x, float[] v, String what) {
+    static void int8AgreesWithTwinAndDense(Matrix w, int range, float[] x, float[] v, String what) {
         GroupQuant q = w.quant();
         int bits = q.bits();
         int cols = w.cols();
@@ -157,7 +172,7 @@ class QuantizedKernelParityTest {
         int blk = QuantizedInt8.block(bits);
         short[] xq = new short[cols];
         float[] d = new float[cols / blk];
-        QuantizedInt8.quantize(bits, x, 0, cols, xq, 0, d, 0);
+        QuantizedInt8.quantize(bits, range, x, 0, cols, xq, 0, d, 0);
         float[] xsum = new float[groups];
         QuantizedVector.groupSums(x, 0, cols, q.groupSize(), xsum, 0);
         float[] row = new float[cols];
@@ -173,7 +188,7 @@ class QuantizedKernelParityTest {
                 long code = Math.round((row[c] - (double) b) / s);
                 dense += (double) row[c] * x[c];
                 bound += Math.abs(s * (double) (code - z)) * d[c / blk] / 2;
-                mag += Math.abs(s * (double) d[c / blk] * (code - z) * 127);
+                mag += Math.abs(s * (double) d[c / blk] * (code - z) * range);
             }
             for (int g = 0; g < groups; g++) {
                 mag += Math.abs((q.bias(o, g, groups) + z * (double) q.scale(o, g, groups)) * xsum[g]);
@@ -190,7 +205,7 @@ class QuantizedKernelParityTest {
     void batchingChangesNoBit(int bits, int groupSize, DType scaleType, int rows, int groups) {
         int cols = groups * groupSize;
         Matrix w = quantized(rows, cols, bits, groupSize, scaleType, bits * 77L + rows);
-        for (CpuBackend backend : new CpuBackend[] {vector, int8, scalar}) {
+        for (CpuBackend backend : new CpuBackend[] {vector, int8, wide, scalar}) {
             int batch = 5;
             float[] x = KernelParityTest.random(batch * cols, rows + 1, 1f);
             float[] all = new float[batch * rows];

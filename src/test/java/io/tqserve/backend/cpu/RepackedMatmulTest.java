@@ -61,14 +61,17 @@ class RepackedMatmulTest {
     @org.junit.jupiter.params.provider.CsvSource({"4, 64, BF16, 4", "4, 128, F16, 4", "8, 64, BF16, 4", "8, 32, F32, 4",
         "4, 64, BF16, 3", "8, 64, BF16, 3", "4, 32, BF16, 4", "4, 32, F16, 2"})
     void packedQuantizedRowsGiveTheBitsOfTheStoredLayout(int bits, int groupSize, DType scaleType, int groups) {
-        for (boolean int8 : new boolean[] {false, true}) {
-            packedQuantizedRowsGiveTheBitsOfTheStoredLayout(bits, groupSize, scaleType, groups, int8);
+        for (QuantActivations a : QuantActivations.values()) {
+            packedQuantizedRowsGiveTheBitsOfTheStoredLayout(bits, groupSize, scaleType, groups, a);
         }
     }
 
-    /** The same with and without {@link QuantizedInt8}'s kernels (whose pack holds centred 8-bit codes). */
+    /**
+     * The same with the float and with {@link QuantizedInt8}'s integer kernels (whose int8 pack holds centred 8-bit
+     * codes).
+     */
     private static void packedQuantizedRowsGiveTheBitsOfTheStoredLayout(int bits, int groupSize, DType scaleType,
-            int groups, boolean int8) {
+            int groups, QuantActivations int8) {
         int dim = groups * Math.max(groupSize, QuantizedVector.block(bits));
         try (Arena arena = Arena.ofShared(); CpuBackend plain = new CpuBackend(new VectorKernels(), 2, "plain", int8);
                 CpuBackend fast = new CpuBackend(new VectorKernels(), 2, "repacked", int8)) {

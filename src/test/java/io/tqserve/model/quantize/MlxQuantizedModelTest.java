@@ -56,7 +56,9 @@ class MlxQuantizedModelTest {
         Mlx r = MlxTestLibrary.open();
         if (runtime == null) {
             runtime = r;
-            cpu = CpuBackend.create(2);
+            // float activations: the CPU side of the 1e-3 comparisons is the float32 product of the stored values
+            cpu = new CpuBackend(new io.tqserve.backend.cpu.VectorKernels(), 2, "float activations",
+                    io.tqserve.backend.cpu.QuantActivations.FLOAT);
             float32 = new MlxBackend(r, CpuBackend.create(1), MlxOptions.DEFAULTS.withDtype(MlxOptions.Dtype.FLOAT32));
             nativeDtype = new MlxBackend(r, CpuBackend.create(1), MlxOptions.DEFAULTS);
         }
