@@ -43,14 +43,17 @@ final class PackedGemm {
 
     /**
      * Passes of up to this many activation rows walk whole rows, unblocked ({@code -Dtqserve.cpu.gemm-unblocked-rows};
-     * default 8 with AVX2's 4×2 tiles, 32 — every pass at the default row block — with the 8×2 tiles of 512-bit
-     * vectors). Each column block costs a store and a reload of every accumulator of the pass; with AVX2, 8 rows in
-     * 512-column blocks ran at 0.44 of the FMA peak against 0.53 whole. With the 8×2 tiles on a Zen 5 core the
-     * whole-row walk was the faster at every pass size measured (16, 32 and 64 rows of a 5632×2048 matrix, and 16 of
-     * 2048×5632: up to 1.3× the 512-column blocks, never slower; smaller blocks slower still), so 512-bit machines
-     * block only passes above the default row block.
+     * default: every pass with AVX2's 4×2 tiles, 32 — every pass at the default row block — with the 8×2 tiles of
+     * 512-bit vectors, 8 with their 4×4 tiles). Each column block costs a store and a reload of every accumulator of
+     * the pass and a short inner loop per tile. On a Zen 3 core (AVX2, one kernel thread, thread CPU time) whole rows
+     * were the faster at every pass size measured: 16, 32 and 64 rows of 2048×2048, 5632×2048 and 2048×5632 matrices
+     * ran at 0.57–0.77 of the FMA peak whole against 0.49–0.67 in 512-column blocks (smaller blocks slower still,
+     * 1024-column ones in between). With the 8×2 tiles on a Zen 5 core the whole-row walk was likewise the faster
+     * (16, 32 and 64 rows of a 5632×2048 matrix, and 16 of 2048×5632: up to 1.3× the 512-column blocks), so 512-bit
+     * machines block only passes above the default row block.
      */
-    static final int UNBLOCKED_ROWS = Integer.getInteger("tqserve.cpu.gemm-unblocked-rows", TWO_GROUPS ? 32 : 8);
+    static final int UNBLOCKED_ROWS = Integer.getInteger("tqserve.cpu.gemm-unblocked-rows",
+            TWO_GROUPS ? 32 : VectorKernels.WIDE_TILES ? 8 : Integer.MAX_VALUE);
 
     /** Per-thread accumulators of a pass: 4·L floats per activation row (twice that for {@link #groups2}). */
     private static final ThreadLocal<float[]> ACC = new ThreadLocal<>();
@@ -61,8 +64,12 @@ final class PackedGemm {
     /** The multi-row kernel's tiles and blocking, for the backend's startup line and {@code bench decode}. */
     static String describe() {
         return (TWO_GROUPS ? "8x2 tiles" : VectorKernels.WIDE_TILES ? "4x4 tiles" : "4x2 tiles")
-                + ", whole rows for passes of up to " + UNBLOCKED_ROWS + " activation rows, " + K_BLOCK_PAIRS * 2 * L
-                + "-column blocks above (-Dtqserve.cpu.gemm-8x2, gemm-unblocked-rows, gemm-k-block)";
+                + (UNBLOCKED_ROWS == Integer.MAX_VALUE ? ", whole rows for every pass"
+                        : ", whole rows for passes of up to " + UNBLOCKED_ROWS + " activation rows, "
+                                + K_BLOCK_PAIRS * 2 * L + "-column blocks above")
+                + ", passes of " + CpuBackend.GEMM_ROW_BLOCK + " activation rows"
+                + (VectorKernels.WIDE_TILES ? " at 2048 columns" : "")
+                + " (-Dtqserve.cpu.gemm-8x2, gemm-unblocked-rows, gemm-k-block, gemm-row-block)";
     }
 
     /**
