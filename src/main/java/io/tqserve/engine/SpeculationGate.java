@@ -4,15 +4,15 @@ package io.tqserve.engine;
  * Whether a draft pays, and how long it should be: the cost-aware gate in front of prompt lookup.
  *
  * <p>A verification pass with d draft rows emits the tokens accepted plus one. With a per-token acceptance
- * probability p (the chance a draft token is right given that those before it were), the i-th draft token is
- * reached and accepted with probability p^i, so the pass emits {@code E(d) = 1 + p + ... + p^d} tokens on average.
- * It costs {@code C(d)} in units of the sequence's share of a plain step ({@code C(0) = 1}): the gate picks the d
- * that maximises the sequence's tokens per unit of time, {@code E(d) / C(d)}, and drafts only when that beats a
- * plain step by {@code MARGIN}. The marginal rule it replaced (draft the k-th token while {@code p^k} exceeds a
- * row's cost) compared each row with a plain step rather than with what the draft before it already gained, and
- * assumed every row costs the same; on the serial lane a pass of 3 rows costs about what 4 do (the multi-row
- * matmul's tiles take activation rows in pairs), so {@code C} is measured per row count there. Every quantity is
- * measured: {@code C} by {@link StepCost} from the lane's own passes (plain steps by number of sequences; on a
+ * probability p (the chance a draft token is right given that those before it were), the i-th draft token is reached
+ * and accepted with probability p^i, so the pass emits {@code E(d) = 1 + p + ... + p^d} tokens on average. It costs
+ * {@code C(d)} in units of the sequence's share of a plain step ({@code C(0) = 1}): the gate picks the d that
+ * maximises the sequence's tokens per unit of time, {@code E(d) / C(d)}, and drafts only when that beats a plain
+ * step by {@code MARGIN}. A marginal rule (draft the k-th token while {@code p^k} exceeds a row's cost) would
+ * compare each row with a plain step rather than with what the shorter draft already gains, and assume every row
+ * costs the same; they do not (with AVX2 the multi-row matmul's tiles take activation rows in pairs, so a pass's
+ * third row costs more than its fourth), so {@code C} is measured per draft length where it can be. Every quantity
+ * is measured: {@code C} by {@link StepCost} from the lane's own passes (plain steps by number of sequences; on a
  * one-sequence step each draft length's passes, elsewhere the extra time per draft row), p by {@link Acceptance}
  * from each sequence's own drafts. Where the gate says no, a sequence still probes with a one-token draft now and
  * then (after 4, 8, ... 64 steps without drafting), so a sequence whose output starts repeating its prompt later is
