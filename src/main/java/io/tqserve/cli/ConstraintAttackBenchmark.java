@@ -27,7 +27,9 @@ import org.springframework.context.ConfigurableApplicationContext;
  * every one is a cache miss and compiles; 64 constrained tokens each), and {@code samples} times while the same
  * clients send the same chat requests without a schema (what the generation load alone costs: the unrelated
  * request shares the lanes' steps with them). Rounds alternate the three so machine load hits each. Prints the
- * median latencies, their ratios and the attacks' outcomes.
+ * median latencies, their ratios, and both loaded arms' requests, outcomes and completion tokens (the load each
+ * put on the lanes: a chat request of either arm may end before its 64 tokens), the wall time of the arm's
+ * samples, the JVM's collection time within it and the CPU time each group of the server's threads took in it.
  */
 public final class ConstraintAttackBenchmark {
     private static final String UNRELATED = "{\"model\":\"m\",\"prompt\":\"The ls command\",\"max_tokens\":2,"
@@ -91,13 +93,14 @@ public final class ConstraintAttackBenchmark {
             long[] attacked = new long[rounds * samples];
             long[] plain = new long[rounds * samples];
             AtomicInteger attacksDone = new AtomicInteger();
+            Map<String, AtomicInteger> plainOutcomes = new ConcurrentHashMap<>();
+            AtomicInteger plainDone = new AtomicInteger();
             for (int r = 0; r < rounds; r++) {
                 for (int i = 0; i < samples; i++) {
                     normal[r * samples + i] = unrelated(port);
                 }
                 loaded(port, attacks, unique, outcomes, attacksDone, parallel, false, attacked, r * samples, samples);
-                loaded(port, attacks, unique, new ConcurrentHashMap<>(), new AtomicInteger(), parallel, true, plain,
-                        r * samples, samples);
+                loaded(port, attacks, unique, plainOutcomes, plainDone, parallel, true, plain, r * samples, samples);
             }
             double n = median(normal) / 1e6;
             double u = median(attacked) / 1e6;
@@ -113,7 +116,8 @@ public final class ConstraintAttackBenchmark {
             System.out.printf("| under the same load without schemas | %.1f | %.1f |%n", p, pct(plain, 0.9) / 1e6);
             System.out.printf("ratio under attack / alone: %.2fx; under attack / same load without schemas: %.2fx "
                     + "(medians)%n", u / n, u / p);
-            System.out.println("attack requests: " + attacksDone.get() + ", outcomes " + new TreeMap<>(outcomes));
+            report("attack requests: " + attacksDone.get(), outcomes);
+            report("requests without schemas: " + plainDone.get(), plainOutcomes);
         }
         return 0;
     }
@@ -138,13 +142,131 @@ public final class ConstraintAttackBenchmark {
             }));
         }
         sending.await(); // every client is sending its first request
+        long gc0 = gcMillis();
+        Map<Long, Long> cpu0 = threadCpu();
+        Map<String, long[]> wait0 = runQueueWait();
+        long t0 = System.nanoTime();
         for (int i = 0; i < samples; i++) {
             out[at + i] = unrelated(port);
         }
+        outcomes.computeIfAbsent(ARM_MS, k -> new AtomicInteger()).addAndGet((int) ((System.nanoTime() - t0) / 1_000_000));
+        outcomes.computeIfAbsent(GC_MS, k -> new AtomicInteger()).addAndGet((int) (gcMillis() - gc0));
+        cpuByGroup(cpu0, threadCpu()).forEach((group, ms) -> outcomes.computeIfAbsent(CPU_MS + group,
+                k -> new AtomicInteger()).addAndGet(ms));
+        runQueueWait().forEach((group, w) -> {
+            long[] before = wait0.getOrDefault(group, new long[2]);
+            outcomes.computeIfAbsent(SCHED_MS + group, k -> new AtomicInteger())
+                    .addAndGet((int) ((w[0] - before[0]) / 1_000_000));
+            outcomes.computeIfAbsent(WAIT_MS + group, k -> new AtomicInteger())
+                    .addAndGet((int) ((w[1] - before[1]) / 1_000_000));
+        });
         stop.set(true);
         for (Thread t : clients) {
             t.join();
         }
+    }
+
+    /** One loaded arm: its outcomes and sums, then the CPU ms of the server's thread groups, most first. */
+    private static void report(String head, Map<String, AtomicInteger> outcomes) {
+        Map<String, Integer> sums = new TreeMap<>();
+        outcomes.forEach((k, v) -> {
+            if (!k.startsWith(CPU_MS) && !k.startsWith(WAIT_MS) && !k.startsWith(SCHED_MS)) {
+                sums.put(k, v.get());
+            }
+        });
+        System.out.println(head + ", outcomes " + sums);
+        System.out.println("  server threads' CPU ms within the samples: " + groups(outcomes, CPU_MS));
+        System.out.println("  all threads' ms on a core (Linux schedstat, JIT and GC included): "
+                + groups(outcomes, SCHED_MS));
+        System.out.println("  ms they waited runnable for a core: " + groups(outcomes, WAIT_MS));
+    }
+
+    private static String groups(Map<String, AtomicInteger> outcomes, String prefix) {
+        List<Map.Entry<String, Integer>> g = new ArrayList<>();
+        outcomes.forEach((k, v) -> {
+            if (k.startsWith(prefix) && v.get() > 0) {
+                g.add(Map.entry(k.substring(prefix.length()), v.get()));
+            }
+        });
+        g.sort(Map.Entry.<String, Integer>comparingByValue().reversed());
+        return g.stream().map(e -> e.getKey() + " " + e.getValue()).collect(java.util.stream.Collectors.joining(", "));
+    }
+
+    private static final java.lang.management.ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
+
+    /** CPU time of every live thread of this JVM, by thread id. */
+    private static Map<Long, Long> threadCpu() {
+        Map<Long, Long> cpu = new java.util.HashMap<>();
+        for (long id : THREADS.getAllThreadIds()) {
+            long ns = THREADS.getThreadCpuTime(id);
+            if (ns >= 0) {
+                cpu.put(id, ns);
+            }
+        }
+        return cpu;
+    }
+
+    /**
+     * CPU milliseconds the threads took between two {@link #threadCpu} snapshots, by thread group (the thread's
+     * name without its trailing number: tqserve-kernel, tqserve-constraint, reactor-http-nio, ...); the benchmark's
+     * own client threads and threads that ended in between are not counted.
+     */
+    private static Map<String, Integer> cpuByGroup(Map<Long, Long> before, Map<Long, Long> after) {
+        Map<String, Integer> ms = new TreeMap<>();
+        for (Map.Entry<Long, Long> e : after.entrySet()) {
+            java.lang.management.ThreadInfo info = THREADS.getThreadInfo(e.getKey());
+            if (info == null) {
+                continue;
+            }
+            String group = info.getThreadName().replaceAll("[-#]?\\d+$", "");
+            if (group.startsWith("Thread") || group.equals("main")) {
+                continue; // the benchmark's clients
+            }
+            ms.merge(group, (int) ((e.getValue() - before.getOrDefault(e.getKey(), 0L)) / 1_000_000), Integer::sum);
+        }
+        return ms;
+    }
+
+    /**
+     * Linux: the time this process's threads have run on a core and waited runnable for one so far (fields 1 and 2
+     * of {@code /proc/self/task/TID/schedstat}), in ns, by thread group (the kernel's 15-character thread name
+     * without its trailing number; JIT compiler and GC threads included); empty where that file cannot be read.
+     */
+    private static Map<String, long[]> runQueueWait() {
+        Map<String, long[]> wait = new java.util.HashMap<>();
+        java.nio.file.Path tasks = java.nio.file.Path.of("/proc/self/task");
+        if (!java.nio.file.Files.isDirectory(tasks)) {
+            return wait;
+        }
+        try (java.util.stream.Stream<java.nio.file.Path> all = java.nio.file.Files.list(tasks)) {
+            for (java.nio.file.Path t : (Iterable<java.nio.file.Path>) all::iterator) {
+                try {
+                    String name = java.nio.file.Files.readString(t.resolve("comm")).trim();
+                    String[] f = java.nio.file.Files.readString(t.resolve("schedstat")).trim().split(" ");
+                    String group = name.replaceAll("[-#]?\\d+$", "");
+                    if (group.startsWith("Thread") || group.equals("main") || group.equals("java")) {
+                        continue; // the benchmark's clients
+                    }
+                    long[] w = wait.computeIfAbsent(group, k -> new long[2]);
+                    w[0] += Long.parseLong(f[0]);
+                    w[1] += Long.parseLong(f[1]);
+                } catch (java.io.IOException | RuntimeException e) {
+                    // the thread ended in between
+                }
+            }
+        } catch (java.io.IOException e) {
+            return new java.util.HashMap<>();
+        }
+        return wait;
+    }
+
+    /** Collection time of every collector of this JVM so far (the server runs in it). */
+    private static long gcMillis() {
+        long ms = 0;
+        for (java.lang.management.GarbageCollectorMXBean b : ManagementFactory.getGarbageCollectorMXBeans()) {
+            ms += Math.max(0, b.getCollectionTime());
+        }
+        return ms;
     }
 
     private static long unrelated(int port) {
@@ -171,9 +293,37 @@ public final class ConstraintAttackBenchmark {
             Http1Client.Response r = c.exchange(Http1Client.postJson("/v1/chat/completions", body));
             String kind = r.status() == 200 ? "200" : r.status() + " " + code(r.text());
             outcomes.computeIfAbsent(kind, k -> new AtomicInteger()).incrementAndGet();
+            if (r.status() == 200) {
+                outcomes.computeIfAbsent(TOKENS, k -> new AtomicInteger()).addAndGet(completionTokens(r.text()));
+            }
         } catch (java.io.IOException e) {
             outcomes.computeIfAbsent("io error", k -> new AtomicInteger()).incrementAndGet();
         }
+    }
+
+    /** The key of {@code outcomes} under which the completion tokens of the 200 answers are summed. */
+    private static final String TOKENS = "completion tokens";
+    /** Keys of {@code outcomes}: the wall time of the arm's unrelated samples, and the JVM's GC time within it. */
+    private static final String ARM_MS = "samples' wall ms";
+    private static final String GC_MS = "gc ms within";
+    /** Prefix of the {@code outcomes} keys of the CPU ms each server thread group took within the samples. */
+    private static final String CPU_MS = "cpu ms ";
+    /** Prefix of the {@code outcomes} keys of the ms each server thread group waited runnable for a core. */
+    private static final String WAIT_MS = "wait ms ";
+    /** Prefix of the {@code outcomes} keys of the ms each server thread group ran on a core (Linux schedstat). */
+    private static final String SCHED_MS = "sched ms ";
+
+    private static int completionTokens(String body) {
+        int i = body.indexOf("\"completion_tokens\":");
+        if (i < 0) {
+            return 0;
+        }
+        int j = i + 20;
+        int k = j;
+        while (k < body.length() && Character.isDigit(body.charAt(k))) {
+            k++;
+        }
+        return k > j ? Integer.parseInt(body.substring(j, k)) : 0;
     }
 
     private static String code(String body) {
