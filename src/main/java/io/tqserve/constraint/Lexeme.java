@@ -65,6 +65,27 @@ abstract class Lexeme {
     /** Estimated bytes of memory. */
     abstract long bytes();
 
+    /** The class of byte {@code b}: bytes of one class step alike from every state (by default, each its own). */
+    int byteClass(int b) {
+        return b;
+    }
+
+    private static final boolean[] UNKNOWN = new boolean[0];
+    private volatile boolean[] sliceSafe = UNKNOWN;
+
+    /**
+     * Whether {@code state} is safe for the vocabulary's general slice ({@link StringSlice}); computed for all states
+     * at the first call, within {@code maxWork} steps (charged to {@code budget}), else never safe.
+     */
+    final boolean sliceSafe(int state, long maxWork, MaskBudget budget) {
+        boolean[] s = sliceSafe;
+        if (s == UNKNOWN) {
+            s = StringSlice.safeStates(this, maxWork, budget);
+            sliceSafe = s;
+        }
+        return s != null && s[state];
+    }
+
     /**
      * A lexeme that reads on from {@code state} exactly as this one does, for sharing cached masks across lexemes
      * (this one when there is none); {@link #sharedState} is the state there.
@@ -244,6 +265,11 @@ abstract class Lexeme {
         @Override
         boolean accepting(int state) {
             return accept[state];
+        }
+
+        @Override
+        int byteClass(int b) {
+            return classOf[b] & 0xFF;
         }
 
         @Override

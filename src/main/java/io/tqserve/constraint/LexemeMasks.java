@@ -96,7 +96,7 @@ final class LexemeMasks {
             return e;
         }
         e = x instanceof UndeclaredNames u && u.inTrie(state) ? declared(u, state, follow, budget)
-                : build(x, state, follow, budget);
+                : build(x, state, follow, budget, true);
         builds.incrementAndGet();
         if (e.bytes <= maxBytes) {
             if (bytes.get() + e.bytes > maxBytes) {
@@ -138,7 +138,11 @@ final class LexemeMasks {
                 Arrays.copyOf(units, n), 8L * o.all().length + 8L * n + 256);
     }
 
-    private Entry build(Lexeme x, int state, long[] follow, MaskBudget budget) {
+    /**
+     * The entry of a lexeme state by a walk of the trie with the automaton alone; with {@code slices}, a state safe
+     * for the vocabulary's general slice walks only the rest of the trie ({@link StringSlice}): the same entry.
+     */
+    Entry build(Lexeme x, int state, long[] follow, MaskBudget budget, boolean slices) {
         int words = (v.size() + 63) >>> 6;
         long[] all = new long[words];
         long[][] byUnits = new long[CAP][];
@@ -150,7 +154,13 @@ final class LexemeMasks {
         int[] exitUnits = new int[64];
         int nExit = 0;
         // one pass over the trie in preorder with the automaton alone: node i at depth d continues the path of the
-        // last node seen at depth d-1; a dead node's subtree is skipped whole
+        // last node seen at depth d-1; a dead node's subtree is skipped whole. A state safe for the vocabulary's
+        // general slice starts from the slice's tokens and walks only the part of the trie that holds the others
+        Vocabulary.Preorder trie = v.preorder;
+        if (slices && !x.counted && StringSlice.apart(follow) && x.sliceSafe(state, v.nodes(), budget)) {
+            trie = v.slice.rest;
+            System.arraycopy(v.slice.tokens, 0, all, 0, words);
+        }
         int start = x.start();
         int depths = v.maxTokenBytes + 1;
         int[] stateAt = new int[depths];
@@ -158,10 +168,12 @@ final class LexemeMasks {
         int[] nodeAt = new int[depths];
         stateAt[0] = state;
         int lastExit = -1;
-        byte[] labels = v.dfsLabel;
-        short[] depth = v.dfsDepth;
-        int[] tokenStart = v.dfsTokenStart;
-        int[] tokens = v.dfsTokens;
+        byte[] labels = trie.label;
+        short[] depth = trie.depth;
+        int[] tokenStart = trie.tokenStart;
+        int[] tokens = trie.tokens;
+        int[] ends = trie.end;
+        int[] ids = trie.node;
         int nodes = labels.length;
         for (int i = 1; i < nodes;) {
             budget.add(1);
@@ -177,12 +189,12 @@ final class LexemeMasks {
                     exitNodes = Arrays.copyOf(exitNodes, nExit * 2);
                     exitUnits = Arrays.copyOf(exitUnits, nExit * 2);
                 }
-                exitNodes[nExit] = v.dfsNode[lastExit];
+                exitNodes[nExit] = ids[lastExit];
                 exitUnits[nExit++] = pu;
             }
             int t = x.step(ps, b);
             if (t < 0) {
-                i = v.dfsEnd[i];
+                i = ends[i];
                 continue;
             }
             int u = x.counted && ps == start ? pu + 1 : pu;

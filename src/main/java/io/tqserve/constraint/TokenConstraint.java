@@ -16,6 +16,8 @@ import java.util.List;
  * {@link LexemeMasks.Entry} for its lexeme state: the tokens that stay inside the lexeme (by the number of
  * units they add, so a {@code maxLength} near its bound masks exactly), and the trie nodes where the lexeme may
  * end and a byte of what follows comes next; only the subtries below those nodes are walked with the full parser.
+ * Wide configurations in one lexeme state share their entry and walk their exits once, together. A state that
+ * takes every plain string character builds its entry from the vocabulary's {@link StringSlice}.
  * Entries of the JSON string and whitespace lexemes and of undeclared member names are shared per vocabulary (they
  * do not depend on the schema; an undeclared name still spelling a declared one's prefix takes the shared entry of
  * its character state less the ends of the declared names, {@link LexemeMasks}), others are cached per constraint;
@@ -116,136 +118,6 @@ public final class TokenConstraint {
                 ? vocabulary.sharedMasks : local;
     }
 
-    /** A configuration array compared by content (the memo of {@link Work} compares by identity). */
-    private record Configs(Config[] cs) {
-        @Override
-        public boolean equals(Object o) {
-            return o instanceof Configs c && java.util.Arrays.equals(cs, c.cs);
-        }
-
-        @Override
-        public int hashCode() {
-            return java.util.Arrays.hashCode(cs);
-        }
-    }
-
-    /**
-     * Work meter and memo of one mask computation: the configurations after a byte, their first bytes and their
-     * closing bound, per configuration array (by identity). The exits of a lexeme all continue from the same
-     * configurations, so their subtries share these steps instead of repeating them. The memo is one open-addressed
-     * table keyed by (array, slot) that allocates nothing per entry: most arrays of a walk are stepped once, and a
-     * 256-entry row per array would cost more than the step.
-     */
-    private final class Work {
-        private static final int FIRST = 256;
-        private static final int BOUND = 257;
-        final MaskBudget budget;
-        private Object[] keys = new Object[256];
-        private int[] slots = new int[256];
-        private Object[] values = new Object[256];
-        private int size;
-        private final java.util.Map<Configs, Configs> canonical = new java.util.HashMap<>();
-        int[] nodeStack = new int[64];
-        Config[][] cfgStack = new Config[64][];
-
-        Work(MaskBudget budget) {
-            this.budget = budget;
-        }
-
-        private int index(Object key, int slot) {
-            int h = System.identityHashCode(key) * 0x9E3779B9 + slot * 0x85EBCA6B;
-            return (h ^ (h >>> 15)) & (keys.length - 1);
-        }
-
-        private Object get(Object key, int slot) {
-            for (int i = index(key, slot);; i = (i + 1) & (keys.length - 1)) {
-                Object k = keys[i];
-                if (k == null) {
-                    return null;
-                }
-                if (k == key && slots[i] == slot) {
-                    return values[i];
-                }
-            }
-        }
-
-        private void put(Object key, int slot, Object value) {
-            if (2 * (size + 1) > keys.length) {
-                Object[] ok = keys;
-                int[] os = slots;
-                Object[] ov = values;
-                keys = new Object[ok.length * 2];
-                slots = new int[ok.length * 2];
-                values = new Object[ok.length * 2];
-                size = 0;
-                for (int i = 0; i < ok.length; i++) {
-                    if (ok[i] != null) {
-                        put(ok[i], os[i], ov[i]);
-                    }
-                }
-            }
-            int i = index(key, slot);
-            while (keys[i] != null) {
-                i = (i + 1) & (keys.length - 1);
-            }
-            keys[i] = key;
-            slots[i] = slot;
-            values[i] = value;
-            size++;
-        }
-
-        Config[] step(Config[] cs, int b) {
-            Config[] r = (Config[]) get(cs, b);
-            if (r == null) {
-                budget.add(2L * cs.length + 1);
-                r = intern(parser.step(cs, b));
-                put(cs, b, r);
-            }
-            return r;
-        }
-
-        /**
-         * The one array of the walk equal to {@code cs}: different bytes often lead to equal configurations (the
-         * characters of a string, the digits of a number), and the memo is by identity, so an equal array found
-         * again reuses its steps, first bytes and closing bound instead of recomputing them.
-         */
-        private Config[] intern(Config[] cs) {
-            if (cs.length == 0) {
-                return cs;
-            }
-            Configs key = new Configs(cs);
-            Configs had = canonical.putIfAbsent(key, key);
-            return had == null ? cs : had.cs();
-        }
-
-        long[] first(Config[] cs) {
-            long[] f = (long[]) get(cs, FIRST);
-            if (f == null) {
-                budget.add(cs.length);
-                f = new long[4];
-                for (Config c : cs) {
-                    parser.first(c, f);
-                }
-                put(cs, FIRST, f);
-            }
-            return f;
-        }
-
-        int bound(Config[] cs) {
-            Integer b = (Integer) get(cs, BOUND);
-            if (b == null) {
-                budget.add(cs.length);
-                b = closing.bound(cs);
-                put(cs, BOUND, b);
-            }
-            return b;
-        }
-
-        void add(long k) {
-            budget.add(k);
-        }
-    }
-
     /**
      * The tokens allowed after the configurations: accepted by the parser and leaving a closing bound within
      * {@code budget} tokens. EOS is not included (the caller decides it from {@link Parser#accepting}).
@@ -262,15 +134,22 @@ public final class TokenConstraint {
         if (budget < 0) {
             return mask;
         }
-        Work work = new Work(meter);
+        MaskWork work = new MaskWork(parser, closing, meter);
         meter.keyword = keyword(cs);
         List<Config> rest = new ArrayList<>();
+        java.util.Map<Group, List<Config>> groups = new java.util.LinkedHashMap<>();
         for (Config c : cs) {
             if (!exact && c.leaf instanceof Lex l && l.lexeme.wide) {
-                lexeme(c, l, mask, budget, work);
+                long[] f = parser.follow(c.k);
+                groups.computeIfAbsent(new Group(l.lexeme, l.min, l.max, c.pos, c.count, f[0], f[1], f[2], f[3]),
+                        g -> new ArrayList<>())
+                        .add(c);
             } else {
                 rest.add(c);
             }
+        }
+        for (List<Config> g : groups.values()) {
+            lexeme(g, (Lex) g.getFirst().leaf, mask, budget, work);
         }
         if (!rest.isEmpty()) {
             meter.keyword = keyword(rest.toArray(new Config[0]));
@@ -279,61 +158,117 @@ public final class TokenConstraint {
         return mask;
     }
 
-    private void lexeme(Config c, Lex l, long[] mask, int budget, Work work) {
+    /**
+     * Wide configurations in one lexeme state: the same lexeme and unit bounds, automaton state, unit count and
+     * follow bytes. They differ only in what follows, so they share one entry and one inside mask, and their exits are
+     * walked once with all their continuations together (the parser's state is a set: the walk from a union of
+     * configurations allows what the walks from each allow, as the exact walk does).
+     */
+    private record Group(Lexeme lexeme, int min, int max, int pos, int count, long f0, long f1, long f2, long f3) {
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Group g && g.lexeme == lexeme && g.min == min && g.max == max && g.pos == pos
+                    && g.count == count && g.f0 == f0 && g.f1 == f1 && g.f2 == f2 && g.f3 == f3;
+        }
+
+        @Override
+        public int hashCode() {
+            return ((System.identityHashCode(lexeme) * 31 + min * 17 + max) * 31 + pos) * 31 + count
+                    + Long.hashCode(f0 ^ f1 * 31 ^ f2 * 17 ^ f3);
+        }
+    }
+
+    private void lexeme(List<Config> group, Lex l, long[] mask, int budget, MaskWork work) {
         Lexeme x = l.lexeme;
+        Config first = group.getFirst();
         work.budget.keyword = x.keyword;
-        long[] follow = parser.follow(c.k);
-        LexemeMasks.Entry e = cacheFor(x.sharedLexeme(c.pos)).entry(x, c.pos, follow, work.budget);
-        work.add(e.exitNodes().length + 64);
-        int room = x.counted && l.max >= 0 ? l.max - c.count : Integer.MAX_VALUE;
-        int cont = closing.cont(c.k);
-        int deficit = x.counted ? Math.max(0, l.min - c.count) : 0;
-        long aggregate = (long) closing.maxCompletion(x) + (deficit == 0 ? 0 : closing.units(x, deficit)) + cont;
-        if (aggregate <= budget) {
+        long[] follow = parser.follow(first.k);
+        LexemeMasks.Entry e = cacheFor(x.sharedLexeme(first.pos)).entry(x, first.pos, follow, work.budget);
+        work.add(e.exitNodes().length + 64L * group.size());
+        int room = x.counted && l.max >= 0 ? l.max - first.count : Integer.MAX_VALUE;
+        int deficit = x.counted ? Math.max(0, l.min - first.count) : 0;
+        long leafBound = (long) closing.maxCompletion(x) + (deficit == 0 ? 0 : closing.units(x, deficit));
+        boolean loose = false;
+        for (Config c : group) {
+            loose |= leafBound + closing.cont(c.k) <= budget;
+        }
+        if (loose) { // every inside token fits after one of them
             e.orInside(mask, room);
         } else {
-            // tight: check each inside token's own closing bound
-            long[] inside = new long[mask.length];
-            e.orInside(inside, room);
-            for (int w = 0; w < inside.length; w++) {
-                long bits = inside[w];
-                while (bits != 0) {
-                    int t = (w << 6) + Long.numberOfTrailingZeros(bits);
-                    bits &= bits - 1;
-                    byte[] b = vocabulary.bytes(t);
-                    int s = c.pos;
-                    int n = c.count;
-                    for (int i = 0; i < b.length && s >= 0; i++) {
-                        if (x.counted && s == x.start()) {
-                            n = l.max < 0 ? Math.min(n + 1, Math.max(l.min, 1)) : n + 1;
-                        }
-                        s = x.step(s, b[i] & 0xFF);
-                    }
-                    work.add(b.length);
-                    if (s < 0) {
-                        continue;
-                    }
-                    long leaf = x.counted && s == x.start() ? 0 : closing.completion(x, s);
-                    int d = x.counted ? Math.max(0, l.min - n) : 0;
-                    if (d > 0) {
-                        leaf += closing.units(x, d);
-                    }
-                    if (leaf + cont <= budget) {
-                        mask[w] |= 1L << t;
-                    }
-                }
+            for (Config c : group) {
+                inside(c, l, e, room, mask, budget, work);
             }
         }
-        Config[] after = null;
+        List<Config[]> afters = null;
         for (int i = 0; i < e.exitNodes().length; i++) {
-            int total = c.count + e.exitUnits()[i];
+            int total = first.count + e.exitUnits()[i];
             if (x.counted && (total < l.min || l.max >= 0 && total > l.max)) {
                 continue;
             }
-            if (after == null) {
-                after = parser.resumed(c.k);
+            if (afters == null) {
+                afters = resumed(group);
             }
-            walk(e.exitNodes()[i], after, mask, budget, follow, work);
+            for (Config[] after : afters) {
+                walk(e.exitNodes()[i], after, mask, budget, follow, work);
+            }
+        }
+    }
+
+    /**
+     * What the group's configurations resume with once their lexeme ends: together (without repeats), or each apart
+     * when together they would be more configurations than the parser keeps alive.
+     */
+    private List<Config[]> resumed(List<Config> group) {
+        if (group.size() == 1) {
+            return java.util.Collections.singletonList(parser.resumed(group.getFirst().k));
+        }
+        java.util.LinkedHashSet<Config> all = new java.util.LinkedHashSet<>();
+        for (Config c : group) {
+            java.util.Collections.addAll(all, parser.resumed(c.k));
+        }
+        if (all.size() <= limits.maxConfigurations()) {
+            return java.util.Collections.singletonList(all.toArray(new Config[0]));
+        }
+        List<Config[]> apart = new ArrayList<>();
+        for (Config c : group) {
+            apart.add(parser.resumed(c.k));
+        }
+        return apart;
+    }
+
+    /** Tight budget: each inside token of the entry checked against its own closing bound after {@code c}. */
+    private void inside(Config c, Lex l, LexemeMasks.Entry e, int room, long[] mask, int budget, MaskWork work) {
+        Lexeme x = l.lexeme;
+        int cont = closing.cont(c.k);
+        long[] inside = new long[mask.length];
+        e.orInside(inside, room);
+        for (int w = 0; w < inside.length; w++) {
+            long bits = inside[w];
+            while (bits != 0) {
+                int t = (w << 6) + Long.numberOfTrailingZeros(bits);
+                bits &= bits - 1;
+                byte[] b = vocabulary.bytes(t);
+                int s = c.pos;
+                int n = c.count;
+                for (int i = 0; i < b.length && s >= 0; i++) {
+                    if (x.counted && s == x.start()) {
+                        n = l.max < 0 ? Math.min(n + 1, Math.max(l.min, 1)) : n + 1;
+                    }
+                    s = x.step(s, b[i] & 0xFF);
+                }
+                work.add(b.length);
+                if (s < 0) {
+                    continue;
+                }
+                long leaf = x.counted && s == x.start() ? 0 : closing.completion(x, s);
+                int d = x.counted ? Math.max(0, l.min - n) : 0;
+                if (d > 0) {
+                    leaf += closing.units(x, d);
+                }
+                if (leaf + cont <= budget) {
+                    mask[w] |= 1L << t;
+                }
+            }
         }
     }
 
@@ -341,7 +276,7 @@ public final class TokenConstraint {
      * Depth first over the trie below {@code root} with the parser: a child is visited when some configuration
      * takes its byte; tokens at visited nodes (not the root) are allowed when their closing bound fits.
      */
-    private void walk(int root, Config[] start, long[] mask, int budget, long[] firstOnly, Work work) {
+    private void walk(int root, Config[] start, long[] mask, int budget, long[] firstOnly, MaskWork work) {
         Vocabulary v = vocabulary;
         int[] nodeStack = work.nodeStack;
         Config[][] cfgStack = work.cfgStack;

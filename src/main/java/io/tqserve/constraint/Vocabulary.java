@@ -24,18 +24,10 @@ public final class Vocabulary {
     final int[] nextToken;
     /** Longest token in bytes. */
     final int maxTokenBytes;
-    /*
-     * The same trie in depth-first preorder, for walks that visit most of it (a wide lexeme's mask): node i's
-     * subtree is i .. dfsEnd[i]-1, so the walk reads these arrays front to back and skips a dead subtree in one step.
-     */
-    /** Preorder node i: the byte that leads to it, its depth (the root is 0 at depth 0) and its breadth-first id. */
-    final byte[] dfsLabel;
-    final short[] dfsDepth;
-    final int[] dfsEnd;
-    final int[] dfsNode;
-    /** Tokens ending at preorder node i: dfsTokens[dfsTokenStart[i] .. dfsTokenStart[i+1]-1]. */
-    final int[] dfsTokenStart;
-    final int[] dfsTokens;
+    /** The same trie in depth-first preorder, for walks that visit most of it (a wide lexeme's mask). */
+    final Preorder preorder;
+    /** The general slice: the tokens made of plain string characters and the part of the trie holding the rest. */
+    final StringSlice slice;
     /**
      * Masks of the JSON string and whitespace lexemes, which do not depend on a schema: shared by every constraint
      * over this vocabulary, bounded by {@link #SHARED_MASK_BYTES}.
@@ -156,11 +148,11 @@ public final class Vocabulary {
                 subtree[parentOfNew(n)] += subtree[n];
             }
         }
-        dfsLabel = new byte[nodes];
-        dfsDepth = new short[nodes];
-        dfsEnd = new int[nodes];
-        dfsNode = new int[nodes];
-        dfsTokenStart = new int[nodes + 1];
+        byte[] dfsLabel = new byte[nodes];
+        short[] dfsDepth = new short[nodes];
+        int[] dfsEnd = new int[nodes];
+        int[] dfsNode = new int[nodes];
+        int[] dfsTokenStart = new int[nodes + 1];
         int[] tokensOut = new int[size];
         int[] stack = new int[nodes];
         int[] depthOf = new int[nodes];
@@ -185,7 +177,69 @@ public final class Vocabulary {
             }
         }
         dfsTokenStart[nodes] = nt;
-        dfsTokens = java.util.Arrays.copyOf(tokensOut, nt);
+        preorder = new Preorder(dfsLabel, dfsDepth, dfsEnd, dfsNode, dfsTokenStart, Arrays.copyOf(tokensOut, nt));
+        slice = new StringSlice(this);
+    }
+
+    /**
+     * A trie (or an ancestor-closed part of one) in depth-first preorder: node i's subtree is i .. end[i]-1, so a walk
+     * reads the arrays front to back and skips a dead subtree in one step; node i at depth d continues the path of
+     * the last node seen at depth d-1.
+     */
+    static final class Preorder {
+        /** Per node: the byte that leads to it, its depth (the root is node 0 at depth 0), its breadth-first id. */
+        final byte[] label;
+        final short[] depth;
+        final int[] end;
+        final int[] node;
+        /** Tokens ending at node i: tokens[tokenStart[i] .. tokenStart[i+1]-1]. */
+        final int[] tokenStart;
+        final int[] tokens;
+
+        Preorder(byte[] label, short[] depth, int[] end, int[] node, int[] tokenStart, int[] tokens) {
+            this.label = label;
+            this.depth = depth;
+            this.end = end;
+            this.node = node;
+            this.tokenStart = tokenStart;
+            this.tokens = tokens;
+        }
+
+        /** The nodes with {@code keep} set, which must hold every kept node's parent, in the same order. */
+        Preorder subset(boolean[] keep) {
+            int n = label.length;
+            int[] rank = new int[n + 1]; // kept nodes before i
+            for (int i = 0; i < n; i++) {
+                rank[i + 1] = rank[i] + (keep[i] ? 1 : 0);
+            }
+            int m = rank[n];
+            byte[] l = new byte[m];
+            short[] d = new short[m];
+            int[] e = new int[m];
+            int[] id = new int[m];
+            int[] ts = new int[m + 1];
+            int[] tk = new int[tokens.length];
+            int nt = 0;
+            for (int i = 0; i < n; i++) {
+                if (keep[i]) {
+                    int j = rank[i];
+                    l[j] = label[i];
+                    d[j] = depth[i];
+                    e[j] = rank[end[i]];
+                    id[j] = node[i];
+                    ts[j] = nt;
+                    for (int k = tokenStart[i]; k < tokenStart[i + 1]; k++) {
+                        tk[nt++] = tokens[k];
+                    }
+                }
+            }
+            ts[m] = nt;
+            return new Preorder(l, d, e, id, ts, Arrays.copyOf(tk, nt));
+        }
+
+        long bytes() {
+            return 15L * label.length + 4L * tokens.length;
+        }
     }
 
     /** The parent of a breadth-first node (during construction: children ranges are set). */
@@ -245,7 +299,7 @@ public final class Vocabulary {
 
     /** Bytes of the arrays behind the trie (for memory accounting). */
     long bytes() {
-        return 4L * (childStart.length + label.length + firstToken.length + nextToken.length) + 15L * dfsEnd.length
-                + 4L * dfsTokens.length;
+        return 4L * (childStart.length + label.length + firstToken.length + nextToken.length) + preorder.bytes()
+                + slice.bytes();
     }
 }

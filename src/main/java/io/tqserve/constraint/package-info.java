@@ -13,6 +13,10 @@
  * CPU and gigabytes for small schemas. Here only the small regular pieces are automata: the JSON string and
  * whitespace lexemes are a dozen hand-written states; numbers, integer ranges and formats are built with
  * {@code dk.brics.automaton} (bounded in states). Structure, counts and recursion live in the parser's state.
+ * Token masks walk the vocabulary's trie against the parser state; a wide lexeme's mask is cached per state, and
+ * states that take every plain string character start from a per-vocabulary slice of the tokens made of such
+ * characters and walk only the rest of the trie ({@link io.tqserve.constraint.StringSlice}, after LLGuidance's
+ * slicer).
  *
  * <p>Every compile and every mask runs within {@link io.tqserve.constraint.ConstraintLimits} and answers
  * {@link io.tqserve.constraint.ConstraintBudgetException} (an {@link
