@@ -206,30 +206,62 @@ class GrammarEngineTest {
             SplittableRandom r = new SplittableRandom(5);
             int compared = 0;
             for (int w = 0; w < 40; w++) {
-                Config[] cs = c.initial();
-                int budget = c.minTokens() + r.nextInt(0, 40);
-                for (int step = 0; step < budget && cs.length > 0; step++) {
-                    int left = budget - step - 1;
-                    for (int b : new int[] {left, 1_000_000}) {
-                        assertThat(c.allowed(cs, b, false)).as("%s budget %d", Parser.describe(cs), b)
-                                .isEqualTo(c.allowed(cs, b, true));
-                        compared++;
-                    }
-                    long[] m = c.allowed(cs, left, true);
-                    List<Integer> allowed = new ArrayList<>();
-                    for (int i = 0; i < EOS; i++) {
-                        if ((m[i >>> 6] & (1L << i)) != 0) {
-                            allowed.add(i);
-                        }
-                    }
-                    if (allowed.isEmpty()) {
-                        break;
-                    }
-                    cs = c.parser().step(cs, v.bytes(allowed.get(r.nextInt(allowed.size()))));
-                }
+                compared += compareOnRandomWalk(c, c.initial(), c.minTokens() + r.nextInt(0, 40), r, cs -> { },
+                        1_000_000);
             }
             assertThat(compared).isGreaterThan(200);
         }
+    }
+
+    /**
+     * One random walk through the exact masks from {@code cs} for up to {@code budget} tokens: at every state the
+     * cached masks are compared with the exact walk's at the budget left and at each of {@code budgets}, and
+     * {@code seen} is shown the state. Returns the masks compared.
+     */
+    static int compareOnRandomWalk(TokenConstraint c, Config[] cs, int budget, SplittableRandom r,
+            java.util.function.Consumer<Config[]> seen, int... budgets) {
+        int compared = 0;
+        for (int step = 0; step < budget && cs.length > 0; step++) {
+            seen.accept(cs);
+            int left = budget - step - 1;
+            for (int b : java.util.stream.IntStream.concat(java.util.stream.IntStream.of(left),
+                    java.util.Arrays.stream(budgets)).toArray()) {
+                assertThat(c.allowed(cs, b, false)).as("%s budget %d", Parser.describe(cs), b)
+                        .isEqualTo(c.allowed(cs, b, true));
+                compared++;
+            }
+            long[] m = c.allowed(cs, left, true);
+            List<Integer> allowed = new ArrayList<>();
+            for (int i = 0; i < c.vocabulary().size(); i++) {
+                if ((m[i >>> 6] & (1L << i)) != 0) {
+                    allowed.add(i);
+                }
+            }
+            if (allowed.isEmpty()) {
+                break;
+            }
+            cs = c.parser().step(cs, c.vocabulary().bytes(allowed.get(r.nextInt(allowed.size()))));
+        }
+        return compared;
+    }
+
+    /** Compares the cached masks with the exact walk's at every byte of the documents, at each budget. */
+    static int compareAlongDocuments(TokenConstraint c, List<String> docs, int... budgets) {
+        int compared = 0;
+        for (String doc : docs) {
+            Config[] cs = c.initial();
+            for (byte b : doc.getBytes(java.nio.charset.StandardCharsets.UTF_8)) {
+                for (int budget : budgets) {
+                    assertThat(c.allowed(cs, budget, false)).as("%s budget %d", Parser.describe(cs), budget)
+                            .isEqualTo(c.allowed(cs, budget, true));
+                    compared++;
+                }
+                cs = c.parser().step(cs, new byte[] {b});
+                assertThat(cs).as(doc).isNotEmpty();
+            }
+            assertThat(c.parser().accepting(cs)).as(doc).isTrue();
+        }
+        return compared;
     }
 
     @Test

@@ -116,39 +116,21 @@ class TokenConstraintTest {
         TokenConstraint c = new TokenConstraint(SchemaCompiler.compile(GrammarEngineTest.schema(schema)), v);
         SplittableRandom r = new SplittableRandom(11);
         int compared = 0;
-        int grouped = 0;
+        int[] grouped = {0};
         for (int w = 0; w < 30; w++) {
             Parser.Config[] cs = c.parser().step(c.initial(), "{\"a\": \"".getBytes(StandardCharsets.UTF_8));
-            int budget = 4 + r.nextInt(0, 30);
-            for (int step = 0; step < budget && cs.length > 0; step++) {
+            compared += GrammarEngineTest.compareOnRandomWalk(c, cs, 4 + r.nextInt(0, 30), r, at -> {
                 java.util.Set<String> states = new java.util.HashSet<>();
-                for (Parser.Config x : cs) {
+                for (Parser.Config x : at) {
                     if (x.leaf instanceof Grammar.Lex l && l.lexeme.wide
                             && !states.add(l.lexeme + " " + l.max + " " + x.pos + " " + x.count)) {
-                        grouped++;
+                        grouped[0]++;
                     }
                 }
-                int left = budget - step - 1;
-                for (int b : new int[] {left, 3, 1_000_000}) {
-                    assertThat(c.allowed(cs, b, false)).as("%s budget %d", Parser.describe(cs), b)
-                            .isEqualTo(c.allowed(cs, b, true));
-                    compared++;
-                }
-                long[] m = c.allowed(cs, left, true);
-                List<Integer> allowed = new ArrayList<>();
-                for (int i = 0; i < EOS; i++) {
-                    if ((m[i >>> 6] & (1L << i)) != 0) {
-                        allowed.add(i);
-                    }
-                }
-                if (allowed.isEmpty()) {
-                    break;
-                }
-                cs = c.parser().step(cs, v.bytes(allowed.get(r.nextInt(allowed.size()))));
-            }
+            }, 3, 1_000_000);
         }
         assertThat(compared).isGreaterThan(200);
-        assertThat(grouped).isGreaterThan(20);
+        assertThat(grouped[0]).isGreaterThan(20);
     }
 
     @Test
