@@ -19,6 +19,9 @@ import java.util.Arrays;
 final class StringSlice {
     /** States of the class automaton: between characters, 1 or 2 continuation bytes left, after E0, after ED. */
     static final int STATES = 5;
+    /** The string lexeme's states the class automaton keeps (no 4-byte characters, no escapes), in its order. */
+    private static final int[] STRING_STATE = {0, 1, 2, 4, 5};
+    private static final int[] CLASS_STATE = {0, 1, 2, -1, 3, 4, -1, -1, -1, -1, -1, -1, -1, -1};
     /** Bytes that some state of the class automaton takes (a follow set meeting none of them keeps exits apart). */
     private static final long[] LIVE = new long[4];
 
@@ -75,29 +78,13 @@ final class StringSlice {
         return 8L * tokens.length + rest.bytes();
     }
 
-    /** The class automaton: the state after byte {@code b}, or -1. */
+    /**
+     * The class automaton: the state after byte {@code b}, or -1. It is {@link JsonLexemes#STRING_CHAR} restricted to
+     * characters of the Basic Multilingual Plane written as they are (its escape and 4-byte states left out).
+     */
     static int step(int g, int b) {
-        return switch (g) {
-            case 0 -> {
-                if (b >= 0x20 && b <= 0x7F) {
-                    yield b == '"' || b == '\\' ? -1 : 0;
-                } else if (b >= 0xC2 && b <= 0xDF) {
-                    yield 1;
-                } else if (b == 0xE0) {
-                    yield 3;
-                } else if (b == 0xED) {
-                    yield 4;
-                } else if (b >= 0xE1 && b <= 0xEF) {
-                    yield 2;
-                }
-                yield -1;
-            }
-            case 1 -> b >= 0x80 && b <= 0xBF ? 0 : -1;
-            case 2 -> b >= 0x80 && b <= 0xBF ? 1 : -1;
-            case 3 -> b >= 0xA0 && b <= 0xBF ? 1 : -1;
-            case 4 -> b >= 0x80 && b <= 0x9F ? 1 : -1;
-            default -> -1;
-        };
+        int t = JsonLexemes.STRING_CHAR.step(STRING_STATE[g], b);
+        return t < 0 ? -1 : CLASS_STATE[t];
     }
 
     /** Whether no byte of {@code follow} is a byte of the slice (then every exit of a lexeme lies in {@link #rest}). */
