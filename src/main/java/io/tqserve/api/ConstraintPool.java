@@ -129,7 +129,8 @@ final class ConstraintPool implements DisposableBean {
 
         private final CompletableFuture<TokenConstraint> result = new CompletableFuture<>();
         private final AtomicInteger state = new AtomicInteger(QUEUED);
-        private final AtomicReference<Outcome> stoppedBy = new AtomicReference<>();
+        /** How the job ended, claimed once: by the compile's own end, or by the first stop (cancel, time budget). */
+        private final AtomicReference<Outcome> endedAs = new AtomicReference<>();
         private final Callable<TokenConstraint> compile;
         private final String param;
         private final FutureTask<Void> task;
@@ -151,9 +152,10 @@ final class ConstraintPool implements DisposableBean {
         }
 
         private void stop(Outcome why, Throwable error) {
-            if (!stoppedBy.compareAndSet(null, why) || !result.completeExceptionally(error)) {
+            if (!endedAs.compareAndSet(null, why)) {
                 return; // already stopped, or already ended
             }
+            result.completeExceptionally(error);
             if (state.compareAndSet(QUEUED, ENDED)) {
                 executor.remove(task);
                 observer.ended(why, -1);
@@ -174,23 +176,37 @@ final class ConstraintPool implements DisposableBean {
                             + budget.toMillis() + " ms (tqserve.structured-output.compile-timeout)")),
                     settings.interruptAfter().toNanos(), TimeUnit.NANOSECONDS);
             Outcome outcome;
+            TokenConstraint constraint = null;
+            Throwable error = null;
             try {
                 hook.beforeCompile();
-                TokenConstraint c = compile.call();
-                outcome = result.complete(c) ? Outcome.COMPILED : stoppedBy.get();
+                constraint = compile.call();
+                outcome = Outcome.COMPILED;
             } catch (ConstraintBudgetException e) {
-                outcome = result.completeExceptionally(ApiException.invalid(param, "schema_too_complex",
-                        e.getMessage())) ? Outcome.REFUSED : stoppedBy.get();
+                outcome = Outcome.REFUSED;
+                error = ApiException.invalid(param, "schema_too_complex", e.getMessage());
             } catch (UnsupportedSchemaException e) {
-                outcome = result.completeExceptionally(ApiException.invalid(param, "unsupported_schema",
-                        e.getMessage())) ? Outcome.REFUSED : stoppedBy.get();
+                outcome = Outcome.REFUSED;
+                error = ApiException.invalid(param, "unsupported_schema", e.getMessage());
             } catch (Throwable e) { // includes an interrupted compile, whose result the stop has already set
-                outcome = result.completeExceptionally(e) ? Outcome.FAILED : stoppedBy.get();
+                outcome = Outcome.FAILED;
+                error = e;
             } finally {
                 timer.dispose();
                 state.set(ENDED);
             }
-            observer.ended(outcome, System.nanoTime() - start);
+            boolean ours = endedAs.compareAndSet(null, outcome);
+            // Recorded before the result is published: a request answered from it (and a test reading the metrics
+            // after the answer) sees the compile counted and no longer running, even when this low-priority thread
+            // is not scheduled again for a while after completing the future.
+            observer.ended(ours ? outcome : endedAs.get(), System.nanoTime() - start);
+            if (ours) {
+                if (error == null) {
+                    result.complete(constraint);
+                } else {
+                    result.completeExceptionally(error);
+                }
+            }
         }
     }
 }
