@@ -185,12 +185,40 @@ public final class SchemaCompiler {
         if (m.size() == 1 && m.containsKey("$ref")) {
             return ref(String.valueOf(m.get("$ref")), at); // a rule: shared, and recursion stays finite
         }
-        if (m.containsKey("$ref") || m.containsKey("allOf")) {
+        if (m.containsKey("$ref")) {
+            return mergedRef(m, at);
+        }
+        if (m.containsKey("allOf")) {
             m = flatten(m, at, 0);
             if (m == null) {
                 return Grammar.fail();
             }
         }
+        return shaped(m, at);
+    }
+
+    /**
+     * A {@code $ref} beside other keywords: a rule per distinct schema (the reference with its siblings), as
+     * {@link #ref} makes one per plain reference, so a schema that reaches itself through a reference with siblings
+     * (an item's {@code "children": {"$ref": "#/definitions/item", "type": "array"}}) stays a finite grammar
+     * instead of being merged into itself level after level until the compile budget stops it (MaskBench's
+     * Github_hard o61026 held 5 GB of live heap by then).
+     */
+    private Node mergedRef(Map<String, Object> m, String at) {
+        String key = "merged " + Literals.json(m);
+        Rule r = rules.get(key);
+        if (r != null) {
+            return r; // possibly still being built: a recursive reference
+        }
+        r = count(new Rule(key), at);
+        rules.put(key, r);
+        Map<String, Object> flat = flatten(m, at, 0);
+        r.body = flat == null ? Grammar.fail() : shaped(flat, at);
+        return r;
+    }
+
+    /** A normalised schema without {@code $ref} or {@code allOf} at its top. */
+    private Node shaped(Map<String, Object> m, String at) {
         if (m.containsKey("not")) {
             return negated(m, at);
         }
