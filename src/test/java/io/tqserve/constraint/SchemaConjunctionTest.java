@@ -52,6 +52,24 @@ class SchemaConjunctionTest {
     }
 
     @Test
+    void aSchemaReachingItselfThroughARefWithSiblingsIsAFiniteGrammar() {
+        // MaskBench's Github_hard o61026 has this shape: merged into itself level after level, it ran into the
+        // compile budget (and gigabytes of heap) instead of becoming a recursive rule
+        check("""
+                {"definitions": {"params": {"type": "array", "items": {"type": "object",
+                   "properties": {"name": {"type": "string", "maxLength": 3},
+                                  "callback": {"$ref": "#/definitions/params", "minItems": 0, "maxItems": 2,
+                                               "type": "array"}},
+                   "required": ["name"], "additionalProperties": false}}},
+                 "$ref": "#/definitions/params"}""",
+                List.of("[]", "[{\"name\":\"a\"}]", "[{\"name\":\"a\",\"callback\":[{\"name\":\"b\",\"callback\":"
+                        + "[{\"name\":\"c\"},{\"name\":\"d\",\"callback\":[]}]}]}]"),
+                List.of("[{\"name\":\"a\",\"callback\":[{\"name\":\"b\"},{\"name\":\"c\"},{\"name\":\"d\"}]}]",
+                        "[{\"name\":\"a\",\"callback\":[{\"name\":\"b\",\"callback\":[{}]}]}]",
+                        "[{\"name\":\"abcd\"}]"));
+    }
+
+    @Test
     void siblingsOfRefApplyToTheReferencedSchema() {
         check("""
                 {"$defs": {"name": {"type": "string", "minLength": 1}},
