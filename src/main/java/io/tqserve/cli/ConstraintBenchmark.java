@@ -74,7 +74,7 @@ final class ConstraintBenchmark {
                     + "at least %d tokens)%n", (t1 - t0) / 1e6, vocabSize, (t2 - t1) / 1e6,
                     constraint.grammar().nodes(), constraint.minTokens());
             int[] prompt = model.tokenizer().encode(model.chatTemplate().render(
-                    List.of(ChatMessage.user("Describe a movie as JSON.")), true));
+                    ChatMessage.asTemplateValues(List.of(ChatMessage.user("Describe a movie as JSON."))), true));
             int[] eos = model.generation().eosTokenIds().stream().mapToInt(Integer::intValue).toArray();
             KvScheme scheme = KvScheme.parse("bf16");
             try (SerialTurboLane lane = new SerialTurboLane(model, scheme,
