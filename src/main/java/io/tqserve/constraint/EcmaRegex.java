@@ -100,82 +100,188 @@ final class EcmaRegex {
     /**
      * The subset construction with a bound: dk.brics' own determinization has none (an unanchored pattern can need
      * exponentially many states) and cannot be interrupted, so it is done here, stopping at {@code maxStates}: past it
-     * a {@link ConstraintBudgetException} names {@code keyword} and says that {@code what} needs more states.
+     * a {@link ConstraintBudgetException} names {@code keyword} and says that {@code what} needs more states. On
+     * arrays (the NFA's states numbered, a subset a sorted array of their numbers, the character intervals between
+     * the transitions' ends numbered): on sets of dk.brics states it was most of a pattern's compile. Adjacent
+     * intervals with the same target become one transition (what dk.brics' {@code reduce} does afterwards).
      */
     static Automaton determinize(Automaton nfa, int maxStates, String what, String keyword) {
-        java.util.TreeSet<Character> starts = new java.util.TreeSet<>();
-        starts.add('\u0000');
-        for (State q : nfa.getStates()) {
-            for (Transition t : q.getTransitions()) {
-                starts.add(t.getMin());
-                if (t.getMax() < MAX) {
-                    starts.add((char) (t.getMax() + 1));
-                }
-            }
-        }
-        char[] points = new char[starts.size()];
-        int np = 0;
-        for (char c : starts) {
-            points[np++] = c;
-        }
-        Map<Set<State>, State> dfa = new HashMap<>();
-        ArrayDeque<Set<State>> work = new ArrayDeque<>();
-        Set<State> init = Set.of(nfa.getInitialState());
+        Nfa a = new Nfa(nfa);
+        int np = a.points.length;
+        Map<Subset, State> dfa = new HashMap<>();
+        ArrayDeque<int[]> work = new ArrayDeque<>();
+        int[] init = {0};
         State start = new State();
-        dfa.put(init, start);
+        dfa.put(new Subset(init), start);
         work.add(init);
+        int[][] buckets = new int[np][];
+        int[] fill = new int[np];
         while (!work.isEmpty()) {
             if (Thread.currentThread().isInterrupted()) {
                 throw new java.util.concurrent.CancellationException("constraint compile cancelled");
             }
-            Set<State> set = work.poll();
-            State from = dfa.get(set);
-            for (State q : set) {
-                if (q.isAccept()) {
+            int[] set = work.poll();
+            State from = dfa.get(new Subset(set));
+            // each transition adds its target to the intervals it covers, so a subset costs the intervals its
+            // transitions cover, not every interval times every transition
+            int lo = np;
+            int hi = -1;
+            for (int q : set) {
+                if (a.accept[q]) {
                     from.setAccept(true);
-                    break;
                 }
-            }
-            // each transition adds its target to the intervals it covers (every transition's ends are points), so
-            // a state costs the intervals its set's transitions cover, not every interval times every transition
-            @SuppressWarnings("unchecked")
-            Set<State>[] nexts = new Set[points.length];
-            for (State q : set) {
-                for (Transition t : q.getTransitions()) {
-                    for (int n = java.util.Arrays.binarySearch(points, t.getMin());
-                            n < points.length && points[n] <= t.getMax(); n++) {
-                        if (nexts[n] == null) {
-                            nexts[n] = new HashSet<>();
+                for (int t = a.first[q]; t < a.first[q + 1]; t++) {
+                    int dest = a.dest[t];
+                    lo = Math.min(lo, a.fromPoint[t]);
+                    hi = Math.max(hi, a.toPoint[t]);
+                    for (int n = a.fromPoint[t]; n <= a.toPoint[t]; n++) {
+                        int[] b = buckets[n];
+                        if (b == null) {
+                            b = buckets[n] = new int[4];
+                        } else if (fill[n] == b.length) {
+                            b = buckets[n] = java.util.Arrays.copyOf(b, 2 * b.length);
                         }
-                        nexts[n].add(t.getDest());
+                        b[fill[n]++] = dest;
                     }
                 }
             }
-            for (int n = 0; n < points.length; n++) {
-                char lo = points[n];
-                char hi = n + 1 < points.length ? (char) (points[n + 1] - 1) : MAX;
-                Set<State> next = nexts[n];
-                if (next == null) {
+            State last = null;
+            char lastLo = 0;
+            char lastHi = 0;
+            for (int n = lo; n <= hi; n++) {
+                if (fill[n] == 0) {
                     continue;
                 }
-                State to = dfa.get(next);
+                int[] next = sortedUnique(buckets[n], fill[n]);
+                fill[n] = 0;
+                Subset key = new Subset(next);
+                State to = dfa.get(key);
                 if (to == null) {
                     if (dfa.size() >= maxStates) {
                         throw new ConstraintBudgetException(keyword, what + " needs more than " + maxStates
                                 + " automaton states");
                     }
                     to = new State();
-                    dfa.put(next, to);
+                    dfa.put(key, to);
                     work.add(next);
                 }
-                from.addTransition(new Transition(lo, hi, to));
+                char cLo = a.points[n];
+                char cHi = n + 1 < np ? (char) (a.points[n + 1] - 1) : MAX;
+                if (to == last && lastHi + 1 == cLo) {
+                    lastHi = cHi;
+                } else {
+                    if (last != null) {
+                        from.addTransition(new Transition(lastLo, lastHi, last));
+                    }
+                    last = to;
+                    lastLo = cLo;
+                    lastHi = cHi;
+                }
+            }
+            if (last != null) {
+                from.addTransition(new Transition(lastLo, lastHi, last));
             }
         }
-        Automaton a = new Automaton();
-        a.setInitialState(start);
-        a.setDeterministic(true);
-        a.reduce();
-        return a;
+        Automaton out = new Automaton();
+        out.setInitialState(start);
+        out.setDeterministic(true);
+        return out;
+    }
+
+    /** The first {@code n} values of {@code b}, sorted, without repeats. */
+    private static int[] sortedUnique(int[] b, int n) {
+        java.util.Arrays.sort(b, 0, n);
+        int k = 0;
+        for (int i = 0; i < n; i++) {
+            if (k == 0 || b[i] != b[k - 1]) {
+                b[k++] = b[i];
+            }
+        }
+        return java.util.Arrays.copyOf(b, k);
+    }
+
+    /** A set of NFA states (sorted numbers) as a hash key. */
+    private record Subset(int[] states, int hash) {
+        Subset(int[] states) {
+            this(states, java.util.Arrays.hashCode(states));
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Subset s && s.hash == hash && java.util.Arrays.equals(s.states, states);
+        }
+
+        @Override
+        public int hashCode() {
+            return hash;
+        }
+    }
+
+    /**
+     * A dk.brics automaton as arrays: states numbered (the initial state 0), transitions of state q at {@code
+     * first[q]..first[q+1]}, each with its target and the range of intervals (indices into {@code points}, the
+     * starts of the intervals between the transitions' ends) it covers.
+     */
+    private static final class Nfa {
+        final boolean[] accept;
+        final int[] first;
+        final int[] dest;
+        final int[] fromPoint;
+        final int[] toPoint;
+        final char[] points;
+
+        Nfa(Automaton nfa) {
+            List<State> states = new ArrayList<>();
+            Map<State, Integer> index = new java.util.IdentityHashMap<>();
+            states.add(nfa.getInitialState());
+            index.put(nfa.getInitialState(), 0);
+            int transitions = 0;
+            for (int i = 0; i < states.size(); i++) { // breadth first from the initial state
+                for (Transition t : states.get(i).getTransitions()) {
+                    transitions++;
+                    if (!index.containsKey(t.getDest())) {
+                        index.put(t.getDest(), states.size());
+                        states.add(t.getDest());
+                    }
+                }
+            }
+            int n = states.size();
+            accept = new boolean[n];
+            first = new int[n + 1];
+            dest = new int[transitions];
+            char[] min = new char[transitions];
+            char[] max = new char[transitions];
+            java.util.BitSet cuts = new java.util.BitSet(MAX + 2);
+            cuts.set(0);
+            int k = 0;
+            for (int q = 0; q < n; q++) {
+                State s = states.get(q);
+                accept[q] = s.isAccept();
+                first[q] = k;
+                for (Transition t : s.getTransitions()) {
+                    dest[k] = index.get(t.getDest());
+                    min[k] = t.getMin();
+                    max[k] = t.getMax();
+                    cuts.set(t.getMin());
+                    cuts.set(t.getMax() + 1);
+                    k++;
+                }
+            }
+            first[n] = k;
+            cuts.clear(MAX + 1);
+            points = new char[cuts.cardinality()];
+            int np = 0;
+            for (int c = cuts.nextSetBit(0); c >= 0; c = cuts.nextSetBit(c + 1)) {
+                points[np++] = (char) c;
+            }
+            fromPoint = new int[transitions];
+            toPoint = new int[transitions];
+            for (int t = 0; t < transitions; t++) {
+                fromPoint[t] = java.util.Arrays.binarySearch(points, min[t]);
+                int end = java.util.Arrays.binarySearch(points, 0, np, (char) (max[t] + 1)); // max < MAX
+                toPoint[t] = max[t] == MAX ? np - 1 : end - 1;
+            }
+        }
     }
 
     /** Any string of BMP characters (no surrogate code units). */

@@ -62,6 +62,22 @@ abstract class Lexeme {
         }
     }
 
+    /**
+     * Writes to {@code out} (256 long) the states that the bytes lead to from {@code state}, at least one byte of
+     * every target (repeats allowed), and returns their number: the graph of the automaton for its searches, without
+     * the boxing of {@link #successors}.
+     */
+    int targets(int state, int[] out) {
+        int k = 0;
+        for (int b = 0; b < 256; b++) {
+            int t = step(state, b);
+            if (t >= 0) {
+                out[k++] = t;
+            }
+        }
+        return k;
+    }
+
     /** Estimated bytes of memory. */
     abstract long bytes();
 
@@ -127,10 +143,14 @@ abstract class Lexeme {
             return d;
         }
         int n = states();
-        // predecessors as lists over all transitions
+        // predecessors as lists over all transitions (a transition per byte class: the search needs no more)
         int[] count = new int[n + 1];
+        int[] out = new int[256];
         for (int s = 0; s < n; s++) {
-            successors(s, (b, t) -> count[t + 1]++);
+            int k = targets(s, out);
+            for (int i = 0; i < k; i++) {
+                count[out[i] + 1]++;
+            }
         }
         for (int i = 0; i < n; i++) {
             count[i + 1] += count[i];
@@ -138,8 +158,10 @@ abstract class Lexeme {
         int[] pred = new int[count[n]];
         int[] fill = java.util.Arrays.copyOf(count, n);
         for (int s = 0; s < n; s++) {
-            int from = s;
-            successors(s, (b, t) -> pred[fill[t]++] = from);
+            int k = targets(s, out);
+            for (int i = 0; i < k; i++) {
+                pred[fill[out[i]]++] = s;
+            }
         }
         d = new int[n];
         Arrays.fill(d, -1);
@@ -270,6 +292,18 @@ abstract class Lexeme {
         @Override
         int byteClass(int b) {
             return classOf[b] & 0xFF;
+        }
+
+        @Override
+        int targets(int state, int[] out) {
+            int k = 0;
+            for (int c = 0, at = state * classes; c < classes; c++) {
+                int t = next[at + c];
+                if (t >= 0) {
+                    out[k++] = t;
+                }
+            }
+            return k;
         }
 
         @Override
@@ -433,6 +467,15 @@ abstract class Lexeme {
             for (int c = childStart[state]; c < childStart[state + 1]; c++) {
                 to.accept(label[c] & 0xFF, c);
             }
+        }
+
+        @Override
+        int targets(int state, int[] out) {
+            int k = 0;
+            for (int c = childStart[state]; c < childStart[state + 1]; c++) {
+                out[k++] = c;
+            }
+            return k;
         }
 
         @Override

@@ -4,7 +4,9 @@ import dk.brics.automaton.Automaton;
 import dk.brics.automaton.RegExp;
 import io.tqserve.constraint.Grammar.Lex;
 import io.tqserve.constraint.Grammar.Node;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -162,6 +164,38 @@ final class ScalarSchemas {
             "-?(0|[1-9][0-9]{0,18})(\\.[0-9]{1,20})?([eE][+\\-]?[0-9]{1,3})?").toAutomaton();
     static final Lexeme INTEGER_LEXEME = JsonLexemes.of("integer", INTEGER, 1000, "type");
     static final Lexeme NUMBER_LEXEME = JsonLexemes.of("number", NUMBER, 1000, "type");
+
+    private static final List<String> NUMERIC_KEYWORDS = List.of("minimum", "exclusiveMinimum", "maximum",
+            "exclusiveMaximum", "multipleOf", "format");
+
+    /**
+     * An integer ({@code integer}) or a number of {@code m}'s keywords, its lexeme kept in {@code cache} (the
+     * compile's, never shared between compiles) by those keywords: a schema repeats its bounds ({@code minimum: 0},
+     * an {@code int32}) in many places, and each range is a product of automata and a minimisation.
+     */
+    static Node numeric(boolean integer, Map<?, ?> m, String at, ConstraintLimits limits,
+            Map<String, Optional<Lexeme>> cache) {
+        List<Object> key = new ArrayList<>(List.of(integer ? "integer" : "number", limits.maxLexemeStates()));
+        boolean any = false;
+        for (String k : NUMERIC_KEYWORDS) {
+            any |= m.containsKey(k);
+            key.add(m.get(k));
+        }
+        if (!any) {
+            return integer ? integer(m, at, limits) : number(m, at, limits);
+        }
+        String k = Literals.json(key);
+        Optional<Lexeme> x = cache.get(k);
+        if (x == null) {
+            Node n = integer ? integer(m, at, limits) : number(m, at, limits);
+            x = n instanceof Lex l && l.min == 0 && l.max == -1 ? Optional.of(l.lexeme) : Optional.empty();
+            if (x.isEmpty()) {
+                return n;
+            }
+            cache.put(k, x);
+        }
+        return new Lex(x.get(), 0, -1);
+    }
 
     static Node integer(Map<?, ?> m, String at, ConstraintLimits limits) {
         Automaton a;

@@ -41,7 +41,10 @@ public final class SchemaCompiler {
     /** Whether an object without additionalProperties takes undeclared members (JSON Schema's reading). */
     private final boolean openByDefault;
     private final Map<String, Rule> rules = new HashMap<>();
-    /** String lexemes by their keywords ({@link ScalarSchemas#string}), shared with sub-compilers. */
+    /**
+     * String, integer and number lexemes by their keywords ({@link ScalarSchemas#string}, {@link
+     * ScalarSchemas#numeric}), shared with sub-compilers.
+     */
     private final Map<String, Optional<Lexeme>> strings;
     private final Node ws;
     private Rule anyValue;
@@ -483,8 +486,8 @@ public final class SchemaCompiler {
         for (String t : types) {
             options.add(switch (t) {
                 case "string" -> count(string(m, at), at);
-                case "integer" -> count(ScalarSchemas.integer(m, at, limits), at);
-                case "number" -> count(ScalarSchemas.number(m, at, limits), at);
+                case "integer" -> count(ScalarSchemas.numeric(true, m, at, limits, strings), at);
+                case "number" -> count(ScalarSchemas.numeric(false, m, at, limits, strings), at);
                 case "boolean" -> alt(at, lit("true", at), lit("false", at));
                 case "null" -> lit("null", at);
                 case "object" -> object(m, at);
