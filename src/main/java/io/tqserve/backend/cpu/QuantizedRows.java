@@ -16,7 +16,7 @@ import jdk.incubator.vector.VectorOperators;
  * are loaded and widened to floats once per block and multiplied into four activation rows, instead of once per
  * activation row. Per pair of (weight row, activation row) the operations and their order are exactly those of the
  * one-row loops ({@link QuantizedLoops#loop2Q4Packed}, {@link QuantizedLoops#loop2Q4Span2Packed},
- * {@link QuantizedLoops#loop2Q8Packed}): the same products of the same widened codes, the same multiply-add chain
+ * {@link QuantizedLoops#loop2Q8Packed}, {@link QuantizedGroup8#loop2Packed}): the same products of the same widened codes, the same multiply-add chain
  * per block, the same scale multiply-add into the row's accumulator, the same lane sum and bias term. So an output
  * has the same bits whether its activation row runs alone, in a group of four, or as one of a batch's leftover rows,
  * which keep the one-row kernel. Per weight and four activation rows that is one AND, one conversion, four loads of
@@ -41,7 +41,7 @@ final class QuantizedRows {
         }
         float[] sb = sbs[0];
         int blocks = n / QuantizedVector.block(bits);
-        int base = QuantizedVector.scales(sb, groups, blocks);
+        int base = QuantizedGroup8.applies(bits, p.groupSize()) ? 0 : QuantizedVector.scales(sb, groups, blocks);
         boolean span2 = QuantizedVector.span2(bits, p.groupSize());
         float[] lanes = LANES.get();
         for (int q = 0; q < 4; q++) {
@@ -49,6 +49,8 @@ final class QuantizedRows {
             long b = (row + (q & ~1)) * p.rowBytes() + (q & 1) * 4L * L;
             if (span2) {
                 tileQ4Span2(p.codes(), b, n, base + q * groups, x, a * n, sb, lanes);
+            } else if (QuantizedGroup8.applies(bits, p.groupSize())) {
+                QuantizedGroup8.tile(p.codes(), b, n, q * groups, x, a * n, sb, lanes);
             } else if (bits == 4) {
                 tileQ4(p.codes(), b, n, base + q * blocks, x, a * n, sb, lanes);
             } else {

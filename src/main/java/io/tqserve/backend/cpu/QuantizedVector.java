@@ -229,7 +229,8 @@ final class QuantizedVector {
         long rb = q.rowBytes(n);
         int groups = n / q.groupSize();
         prologue(w, row, count, xsum, xsOff, sb);
-        int base = scales(sb, groups, n / block(q.bits()));
+        // the group loops read the prologue's scales as they are; the others need them repeated per block
+        int base = QuantizedGroup8.applies(q.bits(), q.groupSize()) ? 0 : scales(sb, groups, n / block(q.bits()));
         long b0 = rb * row;
         long d1 = rb * (row + Math.min(1, count - 1)) - b0;
         long b2 = rb * (row + Math.min(2, count - 1));
@@ -238,6 +239,11 @@ final class QuantizedVector {
             QuantizedLoops.loop2Q4Span2(w.data(), b0, d1, n, groups, base, x, xOff, sb, 0, count, out, outOff);
             if (count > 2) {
                 QuantizedLoops.loop2Q4Span2(w.data(), b2, d3, n, groups, base, x, xOff, sb, 2, count, out, outOff);
+            }
+        } else if (QuantizedGroup8.applies(q.bits(), q.groupSize())) {
+            QuantizedGroup8.loop2(w.data(), b0, d1, groups, x, xOff, sb, 0, count, out, outOff);
+            if (count > 2) {
+                QuantizedGroup8.loop2(w.data(), b2, d3, groups, x, xOff, sb, 2, count, out, outOff);
             }
         } else if (q.bits() == 4) {
             QuantizedLoops.loop2Q4(w.data(), b0, d1, n, groups, base, x, xOff, sb, 0, count, out, outOff);
@@ -259,12 +265,15 @@ final class QuantizedVector {
     static void matvecPacked(QuantizedPack p, int bits, int row, int n, float[] x, int xOff, float[] xsum,
             int xsOff, float[] sb, float[] out, int outOff) {
         int groups = p.prologue(row, n, xsum, xsOff, sb);
-        int base = scales(sb, groups, n / block(bits));
+        int base = QuantizedGroup8.applies(bits, p.groupSize()) ? 0 : scales(sb, groups, n / block(bits));
         long pairA = row * p.rowBytes();
         long pairB = pairA + 2 * p.rowBytes();
         if (span2(bits, p.groupSize())) {
             QuantizedLoops.loop2Q4Span2Packed(p.codes(), pairA, n, groups, base, x, xOff, sb, 0, 4, out, outOff);
             QuantizedLoops.loop2Q4Span2Packed(p.codes(), pairB, n, groups, base, x, xOff, sb, 2, 4, out, outOff);
+        } else if (QuantizedGroup8.applies(bits, p.groupSize())) {
+            QuantizedGroup8.loop2Packed(p.codes(), pairA, groups, x, xOff, sb, 0, out, outOff);
+            QuantizedGroup8.loop2Packed(p.codes(), pairB, groups, x, xOff, sb, 2, out, outOff);
         } else if (bits == 4) {
             QuantizedLoops.loop2Q4Packed(p.codes(), pairA, n, groups, base, x, xOff, sb, 0, 4, out, outOff);
             QuantizedLoops.loop2Q4Packed(p.codes(), pairB, n, groups, base, x, xOff, sb, 2, 4, out, outOff);
