@@ -81,6 +81,7 @@ public final class ConstraintAttackBenchmark {
             List<String> attacks = attacks();
             AtomicLong unique = new AtomicLong();
             // warm-up: the unrelated path and every attack once
+            phase("server ready; the bench's warm-up requests");
             for (int i = 0; i < 20; i++) {
                 unrelated(port);
             }
@@ -96,12 +97,16 @@ public final class ConstraintAttackBenchmark {
             Map<String, AtomicInteger> plainOutcomes = new ConcurrentHashMap<>();
             AtomicInteger plainDone = new AtomicInteger();
             for (int r = 0; r < rounds; r++) {
+                phase("round " + (r + 1) + ": alone");
                 for (int i = 0; i < samples; i++) {
                     normal[r * samples + i] = unrelated(port);
                 }
+                phase("round " + (r + 1) + ": under attack");
                 loaded(port, attacks, unique, outcomes, attacksDone, parallel, false, attacked, r * samples, samples);
+                phase("round " + (r + 1) + ": the same load without schemas");
                 loaded(port, attacks, unique, plainOutcomes, plainDone, parallel, true, plain, r * samples, samples);
             }
+            phase("done");
             double n = median(normal) / 1e6;
             double u = median(attacked) / 1e6;
             double p = median(plain) / 1e6;
@@ -120,6 +125,14 @@ public final class ConstraintAttackBenchmark {
             report("requests without schemas: " + plainDone.get(), plainOutcomes);
         }
         return 0;
+    }
+
+    /**
+     * Logs the start of a phase to stderr with the time (UTC), so a JIT or GC log of the same run (e.g. a JFR
+     * recording's compilations) can be split by phase.
+     */
+    private static void phase(String what) {
+        System.err.println("bench constraint --attack: " + java.time.Instant.now() + " " + what);
     }
 
     /**

@@ -34,14 +34,18 @@ public final class ModelLoader implements SmartLifecycle {
     private final ServingRuntime runtime;
     private final LaneObserver laneObserver;
     private final RequestObserver requestObserver;
+    private final io.tqserve.api.StructuredOutputWarmup structuredWarmup;
     private final List<Lane> lanes = new ArrayList<>();
     private Thread thread;
     private ComputeBackend backend;
     private Model model;
     private volatile boolean running;
 
+    /** @param structuredWarmup the structured-output warm-up run before readiness, or null for none */
     public ModelLoader(TqserveProperties props, StartupValidator.Plan plan, ServingRuntime runtime,
-            LaneObserver laneObserver, RequestObserver requestObserver) {
+            LaneObserver laneObserver, RequestObserver requestObserver,
+            io.tqserve.api.StructuredOutputWarmup structuredWarmup) {
+        this.structuredWarmup = structuredWarmup;
         this.props = props;
         this.plan = plan;
         this.runtime = runtime;
@@ -106,6 +110,7 @@ public final class ModelLoader implements SmartLifecycle {
                 // from serving what works. Say so loudly: requests on that path will likely fail the same way.
                 log.warn("tqserve: the startup warm-up failed, serving without it: {}", e.toString(), e);
             }
+            warmStructuredOutputs(m);
             List<Lane> started = new ArrayList<>();
             synchronized (this) {
                 if (!running) {
@@ -158,6 +163,33 @@ public final class ModelLoader implements SmartLifecycle {
                 closeAll();
             }
             runtime.failed(t);
+        }
+    }
+
+    /**
+     * The structured-output warm-up (tqserve.structured-output.warmup): the schema compiler and the masks JIT-compiled
+     * before readiness. A failing request of it is logged and the server serves all the same.
+     */
+    private void warmStructuredOutputs(Model m) {
+        if (structuredWarmup == null) {
+            return;
+        }
+        try {
+            io.tqserve.api.StructuredOutputWarmup.Report w = structuredWarmup.run(m,
+                    props.structuredOutput().warmup(), () -> running);
+            if (w.rounds() > 0 || w.compiles() > 0) {
+                log.info("tqserve: warmed up structured outputs in {} ms ({} rounds, {} compiles, {} masks)",
+                        w.millis(), w.rounds(), w.compiles(), w.masks());
+            }
+            if (w.failures() > 0) {
+                log.warn("tqserve: {} requests of the structured-output warm-up failed, serving all the same: {}",
+                        w.failures(), w.firstFailure().toString(), w.firstFailure());
+            }
+        } catch (RuntimeException | StackOverflowError e) {
+            if (!running) {
+                throw e;
+            }
+            log.warn("tqserve: the structured-output warm-up failed, serving without it: {}", e.toString(), e);
         }
     }
 

@@ -111,7 +111,8 @@ public class ServingConfiguration {
 
     @Bean
     ModelLoader modelLoader(TqserveProperties props, StartupValidator.Plan plan, ServingRuntime runtime,
-            ObjectProvider<LaneObserver> laneObservers, ObjectProvider<RequestObserver> requestObservers) {
+            ObjectProvider<LaneObserver> laneObservers, ObjectProvider<RequestObserver> requestObservers,
+            ObjectProvider<io.tqserve.api.StructuredOutputWarmup> structuredWarmup) {
         List<LaneObserver> lo = laneObservers.orderedStream().toList();
         List<RequestObserver> ro = requestObservers.orderedStream().toList();
         LaneObserver laneObserver = (lane, reason, prompt, completion) -> {
@@ -119,7 +120,7 @@ public class ServingConfiguration {
                 o.sequenceEnded(lane, reason, prompt, completion);
             }
         };
-        return new ModelLoader(props, plan, runtime, laneObserver, new FanOut(ro));
+        return new ModelLoader(props, plan, runtime, laneObserver, new FanOut(ro), structuredWarmup.getIfAvailable());
     }
 
     /** Tells every registered request observer. */

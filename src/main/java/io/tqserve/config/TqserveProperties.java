@@ -257,6 +257,9 @@ public record TqserveProperties(@Valid @DefaultValue Model model, @Valid @Defaul
      * @param maskTimeout       CPU time one token mask may take (a backstop to maskWork)
      * @param lowPriority       whether the compile threads run at the lowest OS scheduling priority (Linux nice 19,
      *                          macOS background band), taking only CPU the lanes leave
+     * @param warmup            most time spent before readiness compiling representative schemas and sampling
+     *                          through them (after tqserve.backend.warmup), so the JIT compiles the schema compiler
+     *                          and the mask code before traffic; 0 = none
      */
     public record StructuredOutput(@DefaultValue("0") @Min(0) int compileThreads,
             @DefaultValue("64") @Min(1) int compileQueue, @DefaultValue("64MB") @NotNull DataSize cacheBytes,
@@ -266,7 +269,8 @@ public record TqserveProperties(@Valid @DefaultValue Model model, @Valid @Defaul
             @DefaultValue("1MB") @NotNull DataSize maxClosingBytes, @DefaultValue("32") @Min(0) int maxWhitespace,
             @DefaultValue("16MB") @NotNull DataSize maskCacheBytes,
             @DefaultValue("10000000") @Min(1) long maskWork, @DefaultValue("200000000") @Min(1) long requestWork,
-            @DefaultValue("1s") @NotNull Duration maskTimeout, @DefaultValue("true") boolean lowPriority) {
+            @DefaultValue("1s") @NotNull Duration maskTimeout, @DefaultValue("true") boolean lowPriority,
+            @DefaultValue("10s") @NotNull Duration warmup) {
         public StructuredOutput {
             if (maskTimeout != null && (maskTimeout.isNegative() || maskTimeout.toMillis() < 1)) {
                 throw new IllegalArgumentException("tqserve.structured-output.mask-timeout must be at least 1ms, not "
