@@ -24,6 +24,8 @@ final class ByteDfa {
     /**
      * The minimal automaton of the one with transitions {@code table[s * k + c]} ({@code -1}: none) on the bytes
      * of class {@code c} ({@code classOf[b]}, {@code k} classes), accepting states {@code accept}, from {@code start}.
+     * With {@code classOf} null, the rows of the result are per class ({@code k} long), not per byte: the classes
+     * then stand for character intervals ({@link CharDfa}).
      */
     static Minimal minimize(int[] table, int k, int[] classOf, boolean[] accept, int start) {
         int n = accept.length;
@@ -150,7 +152,7 @@ final class ByteDfa {
         id[sink] = -1;
         int count = 0;
         if (blockOf[start] == sink) {
-            return new Minimal(new int[][] {filled()}, new boolean[1]);
+            return new Minimal(new int[][] {filled(classOf == null ? k : 256)}, new boolean[1]);
         }
         id[blockOf[start]] = count++;
         for (int s = 0; s < n; s++) {
@@ -163,9 +165,9 @@ final class ByteDfa {
         for (int s = 0; s < n; s++) {
             int to = id[blockOf[s]];
             if (to >= 0 && out[to] == null) {
-                int[] row = new int[256];
-                for (int b = 0; b < 256; b++) {
-                    row[b] = id[blockOf[trans[s * k + classOf[b]]]];
+                int[] row = new int[classOf == null ? k : 256];
+                for (int b = 0; b < row.length; b++) {
+                    row[b] = id[blockOf[trans[s * k + (classOf == null ? b : classOf[b])]]];
                 }
                 out[to] = row;
                 acc[to] = accept[s];
@@ -174,8 +176,8 @@ final class ByteDfa {
         return new Minimal(out, acc);
     }
 
-    private static int[] filled() {
-        int[] row = new int[256];
+    private static int[] filled(int n) {
+        int[] row = new int[n];
         Arrays.fill(row, -1);
         return row;
     }

@@ -70,20 +70,19 @@ final class EcmaRegex {
         }
         Automaton a = determinize(Automaton.union(branches).intersection(anyString()), maxStates, "the pattern /" + pattern + "/",
                 "pattern");
-        minimizeBounded(a);
-        return a;
+        return minimizeBounded(a);
     }
 
     /** Work units (character intervals times transitions) past which {@link #minimizeBounded} leaves a DFA be. */
     static final long MINIMIZE_WORK = 20_000_000L;
 
     /**
-     * Minimises a DFA with dk.brics' Hopcroft when that is cheap, else leaves it as it is (still deterministic and
-     * exact, only larger): dk.brics' minimisation checks neither a budget nor the thread's interrupt, and its work
-     * grows as the automaton's states times its distinct character intervals times a state's transitions (a class of
-     * 700 Unicode ranges repeated 200 times took 1.5 s of CPU).
+     * Minimises a DFA ({@link CharDfa}) when that is cheap, else leaves it as it is (still deterministic and exact,
+     * only larger): a minimisation checks neither a budget nor the thread's interrupt, and its work grows with the
+     * automaton's states times its distinct character intervals (with dk.brics' Hopcroft, a class of 700 Unicode
+     * ranges repeated 200 times took 1.5 s of CPU).
      */
-    static void minimizeBounded(Automaton a) {
+    static Automaton minimizeBounded(Automaton a) {
         java.util.BitSet points = new java.util.BitSet();
         long transitions = 0;
         for (State q : a.getStates()) {
@@ -92,9 +91,7 @@ final class EcmaRegex {
                 transitions++;
             }
         }
-        if (transitions * (points.cardinality() + 1L) <= MINIMIZE_WORK) {
-            a.minimize(); // Hopcroft on a DFA: polynomial
-        }
+        return transitions * (points.cardinality() + 1L) <= MINIMIZE_WORK ? CharDfa.minimal(a) : a;
     }
 
     /**
@@ -108,11 +105,11 @@ final class EcmaRegex {
     static Automaton determinize(Automaton nfa, int maxStates, String what, String keyword) {
         Nfa a = new Nfa(nfa);
         int np = a.points.length;
-        Map<Subset, State> dfa = new HashMap<>();
+        Map<ByteNfa.Ints, State> dfa = new HashMap<>();
         ArrayDeque<int[]> work = new ArrayDeque<>();
         int[] init = {0};
         State start = new State();
-        dfa.put(new Subset(init), start);
+        dfa.put(new ByteNfa.Ints(init), start);
         work.add(init);
         int[][] buckets = new int[np][];
         int[] fill = new int[np];
@@ -121,7 +118,7 @@ final class EcmaRegex {
                 throw new java.util.concurrent.CancellationException("constraint compile cancelled");
             }
             int[] set = work.poll();
-            State from = dfa.get(new Subset(set));
+            State from = dfa.get(new ByteNfa.Ints(set));
             // each transition adds its target to the intervals it covers, so a subset costs the intervals its
             // transitions cover, not every interval times every transition
             int lo = np;
@@ -152,9 +149,9 @@ final class EcmaRegex {
                 if (fill[n] == 0) {
                     continue;
                 }
-                int[] next = sortedUnique(buckets[n], fill[n]);
+                int[] next = ByteNfa.sortedUnique(buckets[n], fill[n]);
                 fill[n] = 0;
-                Subset key = new Subset(next);
+                ByteNfa.Ints key = new ByteNfa.Ints(next);
                 State to = dfa.get(key);
                 if (to == null) {
                     if (dfa.size() >= maxStates) {
@@ -186,35 +183,6 @@ final class EcmaRegex {
         out.setInitialState(start);
         out.setDeterministic(true);
         return out;
-    }
-
-    /** The first {@code n} values of {@code b}, sorted, without repeats. */
-    private static int[] sortedUnique(int[] b, int n) {
-        java.util.Arrays.sort(b, 0, n);
-        int k = 0;
-        for (int i = 0; i < n; i++) {
-            if (k == 0 || b[i] != b[k - 1]) {
-                b[k++] = b[i];
-            }
-        }
-        return java.util.Arrays.copyOf(b, k);
-    }
-
-    /** A set of NFA states (sorted numbers) as a hash key. */
-    private record Subset(int[] states, int hash) {
-        Subset(int[] states) {
-            this(states, java.util.Arrays.hashCode(states));
-        }
-
-        @Override
-        public boolean equals(Object o) {
-            return o instanceof Subset s && s.hash == hash && java.util.Arrays.equals(s.states, states);
-        }
-
-        @Override
-        public int hashCode() {
-            return hash;
-        }
     }
 
     /**

@@ -180,7 +180,20 @@ final class JsonLexemes {
                 }
             }
         }
-        ByteDfa.Minimal min = ByteDfa.minimize(table, nc, classOf, accepting, 0);
+        return of(name, ByteDfa.minimize(table, nc, classOf, accepting, 0), maxStates, keyword);
+    }
+
+    /**
+     * A byte automaton on arrays (a string's contents: {@link JsonStringContent#nfa}) as a plain lexeme: the bounded
+     * subset construction (at most {@code 16 * maxStates} states), refused when its minimal DFA has more than {@code
+     * maxStates} states.
+     */
+    static Lexeme of(String name, ByteNfa automaton, int maxStates, String keyword) {
+        return of(name, automaton.minimalDfa(16 * maxStates, "the automaton of " + name, keyword), maxStates,
+                keyword);
+    }
+
+    private static Lexeme of(String name, ByteDfa.Minimal min, int maxStates, String keyword) {
         if (min.states() > maxStates) {
             throw new ConstraintBudgetException(keyword, "the automaton of " + name + " has " + min.states()
                     + " states (at most " + maxStates + ")");

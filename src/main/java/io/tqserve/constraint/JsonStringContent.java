@@ -20,7 +20,7 @@ final class JsonStringContent {
     private final int maxStates;
     private final String what;
     private final String keyword;
-    private int states;
+    private final ByteNfa nfa = new ByteNfa();
 
     private JsonStringContent(int maxStates, String what, String keyword) {
         this.maxStates = maxStates;
@@ -34,34 +34,45 @@ final class JsonStringContent {
      * a character automaton with many states and wide classes expands to many UTF-8 paths per state.
      */
     static Automaton of(Automaton chars, int maxStates, String what, String keyword) {
-        return new JsonStringContent(maxStates, what, keyword).build(chars);
+        return nfa(chars, maxStates, what, keyword).toAutomaton();
     }
 
-    private State state() {
-        if (++states > maxStates) {
+    /** As {@link #of}, on arrays ({@link ByteNfa}: what {@link JsonLexemes#of(String, ByteNfa, int, String)} takes). */
+    static ByteNfa nfa(Automaton chars, int maxStates, String what, String keyword) {
+        JsonStringContent c = new JsonStringContent(maxStates, what, keyword);
+        c.build(chars);
+        return c.nfa;
+    }
+
+    private int state() {
+        int states = nfa.states() + 1;
+        if (states > maxStates) {
             throw new ConstraintBudgetException(keyword, what + " needs more than " + maxStates
                     + " automaton states (UTF-8 expansion)");
         }
         if ((states & 4095) == 0 && Thread.currentThread().isInterrupted()) {
             throw new java.util.concurrent.CancellationException("constraint compile cancelled");
         }
-        return new State();
+        return nfa.newState();
     }
 
-    private Automaton build(Automaton chars) {
+    private void build(Automaton chars) {
         Automaton a = chars; // read only: a DFA as it is, else a deterministic copy
         if (!a.isDeterministic()) {
             a = chars.clone();
             a.determinize();
         }
-        Map<State, State> map = new HashMap<>();
-        for (State s : a.getStates()) {
-            State t = state();
-            t.setAccept(s.isAccept());
-            map.put(s, t);
+        Map<State, Integer> map = new HashMap<>();
+        map.put(a.getInitialState(), state()); // the start: state 0
+        java.util.Set<State> all = a.getStates();
+        for (State s : all) {
+            if (!map.containsKey(s)) {
+                map.put(s, state());
+            }
+            nfa.accept(map.get(s), s.isAccept());
         }
-        for (State s : a.getStates()) {
-            State from = map.get(s);
+        for (State s : all) {
+            int from = map.get(s);
             for (Transition tr : s.getTransitions()) {
                 range(from, map.get(tr.getDest()), tr.getMin(), tr.getMax());
             }
@@ -69,17 +80,11 @@ final class JsonStringContent {
         // Left non-deterministic on purpose: the UTF-8 paths of one state's ranges share lead bytes, and dk.brics'
         // determinization (inside its minimize) has no bound and ignores interrupts; on a pattern with wide
         // character classes under a long length bound it ran for minutes. JsonLexemes.of determinizes it with the
-        // bounded, interruptible subset construction and refuses it past its state budget.
-        Automaton out = new Automaton();
-        out.setInitialState(map.get(a.getInitialState()));
-        out.setDeterministic(false);
-        // no restoreInvariant (dk.brics' dead-transition removal, a large share of a pattern's compile): every
-        // state of a minimal character automaton reaches an accepting one, and so does every path state here;
-        // ByteDfa's minimisation drops dead states of any other input anyway
-        return out;
+        // bounded, interruptible subset construction and refuses it past its state budget. No dead-state removal:
+        // ByteDfa's minimisation drops dead states.
     }
 
-    private void range(State from, State to, int lo, int hi) {
+    private void range(int from, int to, int lo, int hi) {
         for (int c = lo; c <= Math.min(hi, 0x1F); c++) { // control characters: escapes
             path(from, to, escape(c));
         }
@@ -126,17 +131,17 @@ final class JsonStringContent {
         return s.getBytes(StandardCharsets.US_ASCII);
     }
 
-    private void path(State from, State to, byte[] b) {
-        State s = from;
+    private void path(int from, int to, byte[] b) {
+        int s = from;
         for (int k = 0; k < b.length; k++) {
-            State next = k == b.length - 1 ? to : state();
-            s.addTransition(new Transition((char) (b[k] & 0xFF), next));
+            int next = k == b.length - 1 ? to : state();
+            nfa.add(s, b[k] & 0xFF, b[k] & 0xFF, next);
             s = next;
         }
     }
 
     /** Code points lo..hi (no surrogates, at least 0x20) as UTF-8 byte paths. */
-    private void utf8(State from, State to, int lo, int hi) {
+    private void utf8(int from, int to, int lo, int hi) {
         int[] bounds = {0x7F, 0x7FF, 0xFFFF};
         for (int b : bounds) {
             if (lo <= b && hi > b) {
@@ -158,15 +163,15 @@ final class JsonStringContent {
     }
 
     /** Every byte sequence between lo and hi (same length, lexicographic order) from position k on. */
-    private void sequences(State from, State to, int[] lo, int[] hi, int k) {
+    private void sequences(int from, int to, int[] lo, int[] hi, int k) {
         int n = lo.length;
         if (k == n - 1) {
-            from.addTransition(new Transition((char) lo[k], (char) hi[k], to));
+            nfa.add(from, lo[k], hi[k], to);
             return;
         }
         if (lo[k] == hi[k]) {
-            State mid = state();
-            from.addTransition(new Transition((char) lo[k], mid));
+            int mid = state();
+            nfa.add(from, lo[k], lo[k], mid);
             sequences(mid, to, lo, hi, k + 1);
             return;
         }
@@ -176,23 +181,23 @@ final class JsonStringContent {
             top[j] = 0xBF;
             bottom[j] = 0x80;
         }
-        State a = state();
-        from.addTransition(new Transition((char) lo[k], a));
+        int a = state();
+        nfa.add(from, lo[k], lo[k], a);
         sequences(a, to, lo, top, k + 1);
         if (hi[k] - lo[k] >= 2) {
-            State s = from;
+            int s = from;
             for (int j = k; j < n; j++) {
-                State next = j == n - 1 ? to : state();
+                int next = j == n - 1 ? to : state();
                 if (j == k) {
-                    s.addTransition(new Transition((char) (lo[k] + 1), (char) (hi[k] - 1), next));
+                    nfa.add(s, lo[k] + 1, hi[k] - 1, next);
                 } else {
-                    s.addTransition(new Transition((char) 0x80, (char) 0xBF, next));
+                    nfa.add(s, 0x80, 0xBF, next);
                 }
                 s = next;
             }
         }
-        State b = state();
-        from.addTransition(new Transition((char) hi[k], b));
+        int b = state();
+        nfa.add(from, hi[k], hi[k], b);
         sequences(b, to, bottom, hi, k + 1);
     }
 }

@@ -324,14 +324,14 @@ abstract class Lexeme {
     static Table table(String name, boolean counted, boolean wide, int states, int start, boolean[] accept,
             java.util.function.IntBinaryOperator delta) {
         int[] classOf = new int[256];
-        java.util.Map<String, Integer> classes = new java.util.HashMap<>();
+        java.util.Map<ByteNfa.Ints, Integer> classes = new java.util.HashMap<>();
         java.util.List<Integer> representative = new java.util.ArrayList<>();
         for (int b = 0; b < 256; b++) {
             int[] col = new int[states];
             for (int s = 0; s < states; s++) {
                 col[s] = delta.applyAsInt(s, b);
             }
-            String key = Arrays.toString(col);
+            ByteNfa.Ints key = new ByteNfa.Ints(col);
             Integer c = classes.get(key);
             if (c == null) {
                 c = classes.size();

@@ -1,7 +1,6 @@
 package io.tqserve.constraint;
 
 import dk.brics.automaton.Automaton;
-import dk.brics.automaton.BasicAutomata;
 import io.tqserve.constraint.Grammar.Lex;
 import io.tqserve.constraint.Grammar.Node;
 import io.tqserve.constraint.Grammar.Rep;
@@ -151,11 +150,10 @@ final class ObjectSchemas {
         }
         Automaton start = allowed != null ? allowed.clone() : EcmaRegex.anyString();
         if (!names.isEmpty()) {
-            List<Automaton> literal = new ArrayList<>();
-            names.forEach(n -> literal.add(BasicAutomata.makeString(n)));
-            start = start.minus(Automaton.union(literal));
+            // the names as a minimal DFA built directly (a union of strings would be determinised to complement it)
+            start = start.minus(Automaton.makeStringUnion(names.toArray(CharSequence[]::new)));
         }
-        start.minimize();
+        start = CharDfa.minimal(start);
         List<Automaton> classes = new ArrayList<>();
         List<List<Integer>> matches = new ArrayList<>();
         split(start, 0, new ArrayList<>(), regexes, classes, matches);
@@ -178,7 +176,7 @@ final class ObjectSchemas {
                 name = new Lex(JsonLexemes.STRING_CHAR, 0, -1); // every name: any spelling of any string
             } else {
                 String what = matched.isEmpty() ? "names of no pattern" : "names of patterns " + matched;
-                Automaton bytes = JsonStringContent.of(classes.get(k), 16 * c.limits().maxLexemeStates(),
+                ByteNfa bytes = JsonStringContent.nfa(classes.get(k), 16 * c.limits().maxLexemeStates(),
                         "the automaton of the " + what, "patternProperties");
                 c.checkNow(at);
                 name = new Lex(JsonLexemes.of("member " + what, bytes, c.limits().maxLexemeStates(),
@@ -210,13 +208,11 @@ final class ObjectSchemas {
             matches.add(matched);
             return;
         }
-        Automaton in = names.intersection(regexes.get(i));
-        in.minimize();
+        Automaton in = CharDfa.minimal(names.intersection(regexes.get(i)));
         List<Integer> with = new ArrayList<>(matched);
         with.add(i);
         split(in, i + 1, with, regexes, classes, matches);
-        Automaton out = names.minus(regexes.get(i));
-        out.minimize();
+        Automaton out = CharDfa.minimal(names.minus(regexes.get(i)));
         split(out, i + 1, matched, regexes, classes, matches);
     }
 

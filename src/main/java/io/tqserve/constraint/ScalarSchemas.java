@@ -136,12 +136,12 @@ final class ScalarSchemas {
             }
         }
         if (!minimal) {
-            chars.minimize();
+            chars = CharDfa.minimal(chars);
         }
         if (chars.isEmpty()) {
             return null;
         }
-        Automaton bytes = JsonStringContent.of(chars, 16 * limits.maxLexemeStates(), "the automaton of " + name,
+        ByteNfa bytes = JsonStringContent.nfa(chars, 16 * limits.maxLexemeStates(), "the automaton of " + name,
                 keyword);
         return JsonLexemes.of(name, bytes, limits.maxLexemeStates(), keyword);
     }
