@@ -30,7 +30,8 @@ import reactor.core.scheduler.Schedulers;
  * ({@code tqserve.structured-output.compile-queue}), so a burst of expensive schemas waits or is refused instead of
  * taking the request workers, the event loop or the lanes' cores. Each compile runs under the budgets of
  * {@code tqserve.structured-output.*} (the compiler refuses a schema beyond one, naming the keyword, and watches its
- * own clock against {@code compile-timeout}); a compile still running at twice its time budget, or cancelled because
+ * own clock against {@code compile-timeout}, and the bytes its thread allocated against {@code compile-memory},
+ * {@link CompileAllocation}); a compile still running at twice its time budget, or cancelled because
  * no request waits for it any more, is interrupted, and the compiler checks its thread's interrupt flag. The threads
  * run at the lowest OS scheduling priority ({@code tqserve.structured-output.low-priority}, on by default): a
  * compile then takes only the CPU the lanes' kernel threads leave, and its budget, counted in the compiling
@@ -180,6 +181,7 @@ final class ConstraintPool implements DisposableBean {
             Throwable error = null;
             try {
                 hook.beforeCompile();
+                CompileAllocation.begin(); // the compile's memory budget counts from here (the compiler checks it)
                 constraint = compile.call();
                 outcome = Outcome.COMPILED;
             } catch (ConstraintBudgetException e) {
@@ -192,6 +194,7 @@ final class ConstraintPool implements DisposableBean {
                 outcome = Outcome.FAILED;
                 error = e;
             } finally {
+                CompileAllocation.end();
                 timer.dispose();
                 state.set(ENDED);
             }

@@ -12,7 +12,8 @@ import java.time.Duration;
  * @param cacheBytes     most bytes of compiled constraints kept for reuse (all tenants together)
  * @param compileTimeout a compile still running this long is refused with a 400 (the compiler checks its own
  *                       clock; the pool interrupts a compile still running at twice this long)
- * @param limits         the budget of each compile and mask (its compile time is {@code compileTimeout})
+ * @param limits         the budget of each compile and mask (its compile time is {@code compileTimeout}; its
+ *                       allocations are counted by {@link CompileAllocation})
  * @param lowPriority    whether the compile threads run at the lowest OS scheduling priority
  *                       ({@link io.tqserve.backend.BackgroundPriority}), so compiles take only CPU the lanes leave
  */
@@ -27,7 +28,9 @@ public record StructuredOutputSettings(int compileThreads, int compileQueue, lon
                 || compileTimeout.isZero()) {
             throw new IllegalArgumentException("invalid structured-output settings");
         }
-        limits = limits.withCompileMillis(Math.max(1, compileTimeout.toMillis()));
+        // every compile of the server counts its allocations (the pool begins the count when a compile starts)
+        limits = limits.withCompileMillis(Math.max(1, compileTimeout.toMillis()))
+                .withCompileBytes(limits.compileBytes(), CompileAllocation.METER);
     }
 
     /** When the pool interrupts a compile that has not ended by its own clock. */

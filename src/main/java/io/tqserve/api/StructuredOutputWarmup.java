@@ -144,7 +144,13 @@ public final class StructuredOutputWarmup {
         ParsedRequest parsed = parser.parse(Json.read(body), Endpoint.CHAT, null);
         PromptBuilder.Prepared p = builder.prepare(parsed);
         StructuredOutput.Pending pending = p.plan().pending();
-        TokenConstraint constraint = pending.compile().call();
+        TokenConstraint constraint;
+        CompileAllocation.begin(); // as the compile pool does
+        try {
+            constraint = pending.compile().call();
+        } finally {
+            CompileAllocation.end();
+        }
         counts[0]++;
         SamplingParams params = p.generation().params();
         // a request would be refused below minTokens (max_tokens_too_small); the warm-up samples through anyway

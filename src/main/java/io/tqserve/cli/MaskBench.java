@@ -1,5 +1,7 @@
 package io.tqserve.cli;
 
+import io.tqserve.api.CompileAllocation;
+import io.tqserve.constraint.ConstraintLimits;
 import io.tqserve.constraint.ConstraintState;
 import io.tqserve.constraint.Grammar;
 import io.tqserve.constraint.SchemaCompiler;
@@ -37,7 +39,7 @@ import tools.jackson.databind.json.JsonMapper;
 /**
  * {@code ./tqserve bench constraint --maskbench DIR [--tokenizer DIR_OR_FILE] [--limit N] [--only TEXT]
  * [--timeout-ms N] [--failures FILE] [--clock cpu|wall] [--jobs N] [--exclude FILE] [--tail FILE] [--ttfm FILE]
- * [--compile-only]}: MaskBench
+ * [--compile-only] [--compile-memory-mb N]}: MaskBench
  * (guidance-ai/jsonschemabench, {@code maskbench/data}) run against
  * the constraint package, measured and scored as MaskBench's own runner and results script do.
  *
@@ -78,11 +80,22 @@ final class MaskBench {
 
     /** One schema file's outcome; {@code maskNs} are the times of its masks (empty unless it finished). */
     record Outcome(String id, Status status, String detail, String keyword, long ttfmNs, long[] maskNs, int tests,
-            long compileNs) {
+            long compileNs, long compileBytes) {
         Outcome(String id, Status status, String detail, String keyword, long ttfmNs, long[] maskNs, int tests) {
-            this(id, status, detail, keyword, ttfmNs, maskNs, tests, 0);
+            this(id, status, detail, keyword, ttfmNs, maskNs, tests, 0, -1);
         }
     }
+
+    /**
+     * The limits of a MaskBench compile: the defaults (the compile memory of {@code --compile-memory}), with the compile's allocations counted as the server counts
+     * them ({@link CompileAllocation}), so a schema beyond the default compile memory is a compile error here too.
+     */
+    static ConstraintLimits limits(long compileBytes) {
+        return ConstraintLimits.DEFAULT.withCompileBytes(compileBytes, CompileAllocation.METER);
+    }
+
+    /** The compile limits of this run ({@code --compile-memory}, else the server's default). */
+    private static volatile ConstraintLimits LIMITS = limits(ConstraintLimits.DEFAULT_COMPILE_BYTES);
 
     /** How a schema is turned into masks: the constraint package's API, in one place. */
     record Engine(Vocabulary vocabulary, int[] eos, Function<String, int[]> encoder, LongSupplier clock,
@@ -105,7 +118,10 @@ final class MaskBench {
 
     static int run(String[] args) throws Exception {
         CliArgs a = new CliArgs(args, 2, Set.of("--maskbench", "--tokenizer", "--limit", "--only", "--timeout-ms",
-                "--failures", "--clock", "--jobs", "--exclude", "--tail", "--ttfm"), Set.of("--compile-only"));
+                "--failures", "--clock", "--jobs", "--exclude", "--tail", "--ttfm", "--compile-memory-mb"),
+                Set.of("--compile-only"));
+        LIMITS = limits((long) a.getInt("--compile-memory-mb", (int) (ConstraintLimits.DEFAULT_COMPILE_BYTES >> 20))
+                << 20);
         Path dir = Path.of(a.require("--maskbench"));
         Path data = Files.isDirectory(dir.resolve("data")) ? dir.resolve("data") : dir;
         List<Path> files = files(data, a.get("--only", ""), a.getInt("--limit", Integer.MAX_VALUE));
@@ -152,6 +168,9 @@ final class MaskBench {
             if (tail != null) {
                 Files.writeString(Path.of(tail), tailList(outcomes), StandardCharsets.UTF_8);
             }
+            largestCompile(outcomes).ifPresent(o -> System.err.printf("maskbench: the most a passing schema's compile"
+                    + " allocated: %.1f MB (%s; compile memory budget %d MB)%n", o.compileBytes() / 1048576.0, o.id(),
+                    LIMITS.compileBytes() >> 20));
             String ttfmFile = a.get("--ttfm", null);
             if (ttfmFile != null) {
                 Files.writeString(Path.of(ttfmFile), ttfmList(outcomes), StandardCharsets.UTF_8);
@@ -325,10 +344,13 @@ final class MaskBench {
         long t0 = clock.getAsLong();
         long compiled;
         TokenConstraint c;
+        long allocated;
+        CompileAllocation.begin();
         try {
-            Grammar g = SchemaCompiler.compile(schema);
+            Grammar g = SchemaCompiler.compile(schema, LIMITS);
             compiled = clock.getAsLong() - t0;
-            c = new TokenConstraint(g, engine.vocabulary());
+            c = new TokenConstraint(g, engine.vocabulary(), LIMITS);
+            allocated = CompileAllocation.METER.allocatedBytes();
         } catch (UnsupportedSchemaException e) {
             return new Outcome(id, Status.COMPILE_ERROR, e.getMessage(), e.keyword(), 0, new long[0], tests.size());
         } catch (OutOfMemoryError e) {
@@ -338,10 +360,13 @@ final class MaskBench {
         } catch (RuntimeException e) {
             return new Outcome(id, Status.COMPILE_ERROR, e.toString(), "(" + e.getClass().getSimpleName() + ")", 0,
                     new long[0], tests.size());
+        } finally {
+            CompileAllocation.end();
         }
         long ttfm = clock.getAsLong() - t0;
         if (engine.compileOnly()) {
-            return new Outcome(id, Status.PASSING, "compiled", null, ttfm, new long[0], tests.size(), compiled);
+            return new Outcome(id, Status.PASSING, "compiled", null, ttfm, new long[0], tests.size(), compiled,
+                    allocated);
         }
         int vocab = engine.vocabulary().size();
         long[] times = new long[64];
@@ -396,7 +421,8 @@ final class MaskBench {
         } catch (StackOverflowError e) {
             return new Outcome(id, Status.STACK_OVERFLOW, "masks", null, ttfm, new long[0], tests.size());
         }
-        return new Outcome(id, status, detail, null, ttfm, Arrays.copyOf(times, n), tests.size(), compiled);
+        return new Outcome(id, status, detail, null, ttfm, Arrays.copyOf(times, n), tests.size(), compiled,
+                allocated);
     }
 
     /** The text up to the rejected token and the token, for the failure list. */
@@ -518,16 +544,24 @@ final class MaskBench {
 
     /**
      * One line per schema with a TTFM (compiled, or timed out), slowest first: TTFM, of which the schema compile
-     * (the rest builds the constraint's start state and closing plan), in microseconds; id; status.
+     * (the rest builds the constraint's start state and closing plan), in microseconds; id; status; the bytes the
+     * compile allocated (schema compile and constraint), in KB.
      */
     static String ttfmList(List<Outcome> outcomes) {
-        StringBuilder sb = new StringBuilder("# ttfm_us\tcompile_us\tid\tstatus\n");
+        StringBuilder sb = new StringBuilder("# ttfm_us\tcompile_us\tid\tstatus\tcompile_alloc_kb\n");
         outcomes.stream().filter(o -> o.status() != Status.COMPILE_ERROR && o.status() != Status.OUT_OF_MEMORY
                         && o.status() != Status.STACK_OVERFLOW)
                 .sorted((x, y) -> Long.compare(y.ttfmNs(), x.ttfmNs()))
                 .forEach(o -> sb.append(o.ttfmNs() / 1000).append('\t').append(o.compileNs() / 1000).append('\t')
-                        .append(o.id()).append('\t').append(o.status().label).append('\n'));
+                        .append(o.id()).append('\t').append(o.status().label).append('\t')
+                        .append(o.compileBytes() < 0 ? "" : String.valueOf(o.compileBytes() >> 10)).append('\n'));
         return sb.toString();
+    }
+
+    /** The passing schema whose compile allocated the most, if the JVM counted allocations. */
+    static java.util.Optional<Outcome> largestCompile(List<Outcome> outcomes) {
+        return outcomes.stream().filter(o -> o.status() == Status.PASSING && o.compileBytes() >= 0)
+                .max(java.util.Comparator.comparingLong(Outcome::compileBytes));
     }
 
     /** One line per schema that did not pass: id, status, why. */

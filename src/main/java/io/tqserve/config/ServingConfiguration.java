@@ -60,7 +60,8 @@ public class ServingConfiguration {
                 s.cacheBytes().toBytes(), s.compileTimeout(), new io.tqserve.constraint.ConstraintLimits(s.maxNodes(),
                         s.maxLexemeStates(), s.maxEnumBytes().toBytes(), s.maxConfigurations(),
                         s.maxClosingBytes().toBytes(), s.maxWhitespace(), s.maskCacheBytes().toBytes(), s.maskWork(),
-                        Math.max(1, s.compileTimeout().toMillis()), s.requestWork(), s.maskTimeout().toMillis()),
+                        Math.max(1, s.compileTimeout().toMillis()), s.requestWork(), s.maskTimeout().toMillis(),
+                        s.compileMemory().toBytes(), io.tqserve.constraint.AllocationMeter.NONE),
                 s.lowPriority());
     }
 

@@ -257,6 +257,8 @@ public record TqserveProperties(@Valid @DefaultValue Model model, @Valid @Defaul
      * @param maskTimeout       CPU time one token mask may take (a backstop to maskWork)
      * @param lowPriority       whether the compile threads run at the lowest OS scheduling priority (Linux nice 19,
      *                          macOS background band), taking only CPU the lanes leave
+     * @param compileMemory     bytes one compile may allocate (its thread's allocations, all tools of a request
+     *                          together); beyond it the request is refused with a 400 (code schema_too_complex)
      * @param warmup            most time spent before readiness compiling representative schemas and sampling
      *                          through them (after tqserve.backend.warmup), so the JIT compiles the schema compiler
      *                          and the mask code before traffic; 0 = none
@@ -270,11 +272,15 @@ public record TqserveProperties(@Valid @DefaultValue Model model, @Valid @Defaul
             @DefaultValue("16MB") @NotNull DataSize maskCacheBytes,
             @DefaultValue("10000000") @Min(1) long maskWork, @DefaultValue("200000000") @Min(1) long requestWork,
             @DefaultValue("1s") @NotNull Duration maskTimeout, @DefaultValue("true") boolean lowPriority,
-            @DefaultValue("10s") @NotNull Duration warmup) {
+            @DefaultValue("2GB") @NotNull DataSize compileMemory, @DefaultValue("10s") @NotNull Duration warmup) {
         public StructuredOutput {
             if (maskTimeout != null && (maskTimeout.isNegative() || maskTimeout.toMillis() < 1)) {
                 throw new IllegalArgumentException("tqserve.structured-output.mask-timeout must be at least 1ms, not "
                         + maskTimeout);
+            }
+            if (compileMemory != null && compileMemory.toBytes() < 1) {
+                throw new IllegalArgumentException("tqserve.structured-output.compile-memory must be positive, not "
+                        + compileMemory);
             }
             if (compileTimeout != null && (compileTimeout.isNegative() || compileTimeout.isZero())) {
                 throw new IllegalArgumentException("tqserve.structured-output.compile-timeout must be positive, not "

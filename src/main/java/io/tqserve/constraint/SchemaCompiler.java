@@ -29,7 +29,8 @@ import java.util.concurrent.CancellationException;
  *
  * <p>JSON whitespace ({@code [ \t\n\r]}, at most {@link ConstraintLimits#maxWhitespace()} bytes in a run) is
  * allowed wherever JSON allows it inside objects and arrays, not around the document. Every compile checks its
- * {@link ConstraintLimits} (nodes, lexeme states, enum bytes, time) and {@link Thread#interrupted()}.
+ * {@link ConstraintLimits} (nodes, lexeme states, enum bytes, time, the bytes the compile allocated) and
+ * {@link Thread#interrupted()}.
  */
 public final class SchemaCompiler {
     /** Most levels of allOf/$ref merged into one schema. */
@@ -144,6 +145,10 @@ public final class SchemaCompiler {
             if (clock() > deadline) {
                 throw new ConstraintBudgetException(keywordAt(at), "the compile took longer than "
                         + limits.compileMillis() + " ms");
+            }
+            if (limits.allocation().allocatedBytes() > limits.compileBytes()) {
+                throw new ConstraintBudgetException(keywordAt(at), "the compile allocated more than "
+                        + (limits.compileBytes() >> 20) + " MB");
             }
         }
     }
