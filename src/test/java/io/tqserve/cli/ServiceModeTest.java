@@ -43,7 +43,8 @@ class ServiceModeTest {
         List<String> cmd = new ArrayList<>(List.of(java, "--add-modules", "jdk.incubator.vector",
                 "--enable-native-access=ALL-UNNAMED", "-Xmx512m", "-cp", System.getProperty("java.class.path"),
                 TqserveMain.class.getName(), "serve", "--config", config.toString(), "--service",
-                "--server.port=" + port, "--tqserve.backend.warmup=0"));
+                "--server.port=" + port, "--tqserve.backend.warmup=0",
+                "--tqserve.structured-output.warmup=0"));
         Path stdout = tmp.resolve("stdout");
         Path stderr = tmp.resolve("stderr");
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectOutput(stdout.toFile()).redirectError(stderr.toFile());

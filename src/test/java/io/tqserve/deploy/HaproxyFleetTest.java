@@ -38,6 +38,7 @@ import tools.jackson.databind.json.JsonMapper;
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class HaproxyFleetTest {
     static final String REPLICA_ARGS = "--tqserve.backend.threads=1 --tqserve.backend.warmup=0"
+            + " --tqserve.structured-output.warmup=0"
             + " --tqserve.lanes.turbo.kv-budget=64MB --tqserve.lanes.batched.kv-budget=64MB"
             + " --tqserve.lanes.turbo.queue-capacity=1"
             + " --tqserve.api.keep-alive-interval=1h --tqserve.api.shutdown-grace-period=90s"
