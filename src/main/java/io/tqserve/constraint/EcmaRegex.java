@@ -252,9 +252,20 @@ final class EcmaRegex {
         }
     }
 
-    /** Any string of BMP characters (no surrogate code units). */
+    /**
+     * Any string of BMP characters (no surrogate code units), as a one-state DFA: a product with it stays
+     * deterministic (dk.brics' {@code repeat} of a character would be an NFA, and everything built from it
+     * determinised again at its minimisation).
+     */
     static Automaton anyString() {
-        return anyChar().repeat();
+        State s = new State();
+        s.setAccept(true);
+        s.addTransition(new Transition('\u0000', '\uD7FF', s));
+        s.addTransition(new Transition('\uE000', MAX, s));
+        Automaton a = new Automaton();
+        a.setInitialState(s);
+        a.setDeterministic(true);
+        return a;
     }
 
     /** Strings of {@code min} to {@code max} BMP characters ({@code max} -1: no upper bound), as a DFA. */
