@@ -57,6 +57,27 @@ class ToolsSdkTest extends ServingTestContext {
                 "required": ["lang"], "additionalProperties": false}},
              "required": ["name", "score", "year", "kind", "cast", "meta"], "additionalProperties": false}""";
 
+    /**
+     * {@link #MOVIE_SCHEMA} with a {@code pattern}, a {@code $ref} into {@code $defs} and a recursive definition (a
+     * cast member's optional mentor is another cast member).
+     */
+    static final String MOVIE_REF_SCHEMA = """
+            {"type": "object", "$defs": {
+              "member": {"type": "object", "properties": {
+                  "id": {"type": "integer", "minimum": 0, "maximum": 99}, "lead": {"type": "boolean"},
+                  "mentor": {"$ref": "#/$defs/member"}},
+                "required": ["id", "lead"], "additionalProperties": false}},
+             "properties": {
+              "name": {"type": "string", "maxLength": 6},
+              "code": {"type": "string", "pattern": "^[A-Z]{2}-[0-9]{3}$"},
+              "score": {"type": "number", "minimum": 0, "maximum": 5},
+              "year": {"type": "integer", "minimum": 1900, "maximum": 2100},
+              "kind": {"type": "string", "enum": ["drama", "comedy"]},
+              "cast": {"type": "array", "maxItems": 2, "items": {"$ref": "#/$defs/member"}},
+              "meta": {"type": "object", "properties": {"lang": {"type": "string", "enum": ["en", "fr"]}},
+                "required": ["lang"], "additionalProperties": false}},
+             "required": ["name", "code", "score", "year", "kind", "cast", "meta"], "additionalProperties": false}""";
+
     OpenAIClient sdk;
 
     @BeforeEach
@@ -175,9 +196,9 @@ class ToolsSdkTest extends ServingTestContext {
 
     @Test
     void hundredSeededJsonSchemaCompletionsAtTemperatureOneAllValidate() throws Exception {
-        Schema movie = schema(MOVIE_SCHEMA);
+        Schema movie = schema(MOVIE_REF_SCHEMA);
         @SuppressWarnings("unchecked")
-        Map<String, Object> schemaMap = JSON.readValue(MOVIE_SCHEMA, Map.class);
+        Map<String, Object> schemaMap = JSON.readValue(MOVIE_REF_SCHEMA, Map.class);
         ResponseFormatJsonSchema.JsonSchema.Schema.Builder sb = ResponseFormatJsonSchema.JsonSchema.Schema.builder();
         schemaMap.forEach((k, v) -> sb.putAdditionalProperty(k, JsonValue.from(v)));
         ResponseFormatJsonSchema format = ResponseFormatJsonSchema.builder().jsonSchema(ResponseFormatJsonSchema
