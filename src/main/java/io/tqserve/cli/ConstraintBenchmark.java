@@ -27,13 +27,13 @@ import tools.jackson.databind.json.JsonMapper;
  * {@code ./tqserve bench constraint [--model DIR] [--rounds N] [--max-tokens N] [--threads N]}: the cost of
  * constrained decoding against the decode step, in one run. Generates {@code rounds} JSON-schema-constrained
  * completions (temperature 1, seeds 0..N-1) on the serial lane, then as many unconstrained tokens of the same
- * lengths (after one uncounted round of each that warms the JIT), both without prompt-lookup speculation (an
- * accepted draft makes one step stand for several tokens, and free text drafts differently from JSON: the arms
- * would not compare decode steps); replays the constrained token sequences through the masks alone (warm: the
- * masks the run computed) and with a freshly compiled constraint (cold: first use of the schema). Prints the decode step, the mask cost per
- * token and their ratio. With {@code --maskbench DIR} it runs MaskBench instead ({@link MaskBench}); with
- * {@code --attack}, an unrelated completion's latency alone and under structured-output attacks
- * ({@link ConstraintAttackBenchmark}).
+ * lengths, after uncounted rounds of both that last until the JIT is quiet ({@link JitWarmup}); both arms run
+ * without prompt-lookup speculation (an accepted draft makes one step stand for several tokens, and free text
+ * drafts differently from JSON: the arms would not compare decode steps). Then replays the constrained token
+ * sequences through the masks alone (warm: the masks the run computed) and with a freshly compiled constraint
+ * (cold: first use of the schema). Prints the decode step, the mask cost per token and their ratio. With {@code
+ * --maskbench DIR} it runs MaskBench instead ({@link MaskBench}); with {@code --attack}, an unrelated completion's
+ * latency alone and under structured-output attacks ({@link ConstraintAttackBenchmark}).
  */
 final class ConstraintBenchmark {
     static final String SCHEMA = """
@@ -86,19 +86,18 @@ final class ConstraintBenchmark {
                 double constrainedNs = 0;
                 double freeNs = 0;
                 long steps = 0;
-                // Round -1 warms the JIT (the first decode steps of a JVM run several times slower) and is not
-                // counted; its seed is one no counted round uses.
-                for (int r = -1; r < rounds; r++) {
-                    SamplingParams p = new SamplingParams(1f, 0, 1f, 0f, (long) r, 1f, 0f, 0f, Map.of(), maxTokens,
-                            List.of(), false, -1);
-                    Run c = generate(lane, new GenerationRequest(prompt, p, null, null,
-                            new OutputRules(constraint, -1, false)).withSpeculative(false));
-                    SamplingParams free = new SamplingParams(1f, 0, 1f, 0f, (long) r, 1f, 0f, 0f, Map.of(),
-                            c.tokens.length, List.of(), true, -1);
-                    Run f = generate(lane, new GenerationRequest(prompt, free).withSpeculative(false));
-                    if (r < 0) {
-                        continue;
-                    }
+                // Uncounted rounds (negative seeds, which no counted round uses) first, until the JIT is quiet
+                // (JitWarmup): the constrained path's code is compiled over the first rounds, and on two cores the
+                // compiler threads take a core from the kernel threads meanwhile (its steps ran 1.3-2.5x the free
+                // arm's in rounds 0-2 after a single warm-up round, alike from round 5 on).
+                JitWarmup warmup = new JitWarmup();
+                for (int w = -1; !warmup.done(); w--) {
+                    pair(lane, prompt, constraint, w, maxTokens);
+                }
+                for (int r = 0; r < rounds; r++) {
+                    Run[] cf = pair(lane, prompt, constraint, r, maxTokens);
+                    Run c = cf[0];
+                    Run f = cf[1];
                     outputs.add(c.tokens);
                     if (c.tokens.length > 1 && f.tokens.length == c.tokens.length) {
                         constrainedNs += c.decodeNs;
@@ -127,6 +126,21 @@ final class ConstraintBenchmark {
     }
 
     record Run(int[] tokens, long decodeNs) {
+    }
+
+    /**
+     * A constrained completion with this seed, then an unconstrained one of as many tokens (EOS ignored), both
+     * without prompt-lookup speculation.
+     */
+    private static Run[] pair(SerialTurboLane lane, int[] prompt, TokenConstraint constraint, long seed,
+            int maxTokens) {
+        SamplingParams p = new SamplingParams(1f, 0, 1f, 0f, seed, 1f, 0f, 0f, Map.of(), maxTokens, List.of(), false,
+                -1);
+        Run c = generate(lane, new GenerationRequest(prompt, p, null, null,
+                new OutputRules(constraint, -1, false)).withSpeculative(false));
+        SamplingParams free = new SamplingParams(1f, 0, 1f, 0f, seed, 1f, 0f, 0f, Map.of(), c.tokens.length,
+                List.of(), true, -1);
+        return new Run[] {c, generate(lane, new GenerationRequest(prompt, free).withSpeculative(false))};
     }
 
     private static Run generate(SerialTurboLane lane, GenerationRequest request) {
