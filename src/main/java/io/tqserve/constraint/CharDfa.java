@@ -3,11 +3,6 @@ package io.tqserve.constraint;
 import dk.brics.automaton.Automaton;
 import dk.brics.automaton.State;
 import dk.brics.automaton.Transition;
-import java.util.ArrayList;
-import java.util.BitSet;
-import java.util.IdentityHashMap;
-import java.util.List;
-import java.util.Map;
 
 /**
  * Minimisation of a deterministic dk.brics automaton over characters by {@link ByteDfa}'s partition refinement:
@@ -31,45 +26,21 @@ final class CharDfa {
         if (!a.isDeterministic()) {
             return byBrics(a);
         }
-        List<State> states = new ArrayList<>();
-        Map<State, Integer> index = new IdentityHashMap<>();
-        states.add(a.getInitialState());
-        index.put(a.getInitialState(), 0);
-        BitSet cuts = new BitSet(MAX + 2);
-        cuts.set(0);
-        for (int i = 0; i < states.size(); i++) { // breadth first from the initial state
-            for (Transition t : states.get(i).getTransitions()) {
-                cuts.set(t.getMin());
-                cuts.set(t.getMax() + 1);
-                if (!index.containsKey(t.getDest())) {
-                    index.put(t.getDest(), states.size());
-                    states.add(t.getDest());
-                }
-            }
-        }
-        cuts.clear(MAX + 1);
-        char[] points = new char[cuts.cardinality()];
-        int k = 0;
-        for (int c = cuts.nextSetBit(0); c >= 0; c = cuts.nextSetBit(c + 1)) {
-            points[k++] = (char) c;
-        }
-        int n = states.size();
+        CharNfa in = new CharNfa(a); // deterministic: one target per state and interval
+        char[] points = in.points;
+        int k = points.length;
+        int n = in.accept.length;
         if ((long) n * k > MAX_CELLS) {
             return byBrics(a);
         }
         int[] table = new int[n * k];
         java.util.Arrays.fill(table, -1);
-        boolean[] accept = new boolean[n];
         for (int q = 0; q < n; q++) {
-            State s = states.get(q);
-            accept[q] = s.isAccept();
-            for (Transition t : s.getTransitions()) {
-                int to = index.get(t.getDest());
-                for (int c = java.util.Arrays.binarySearch(points, t.getMin()); c < k && points[c] <= t.getMax(); c++) {
-                    table[q * k + c] = to;
-                }
+            for (int t = in.first[q]; t < in.first[q + 1]; t++) {
+                java.util.Arrays.fill(table, q * k + in.fromPoint[t], q * k + in.toPoint[t] + 1, in.dest[t]);
             }
         }
+        boolean[] accept = in.accept;
         ByteDfa.Minimal min = ByteDfa.minimize(table, k, null, accept, 0);
         State[] out = new State[min.states()];
         for (int q = 0; q < out.length; q++) {

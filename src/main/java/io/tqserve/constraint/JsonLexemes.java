@@ -136,7 +136,7 @@ final class JsonLexemes {
         // dk.brics' determinization (inside minimize) has no bound and ignores interrupts: a byte automaton that is
         // not yet deterministic (a UTF-8 expansion) goes through the bounded, interruptible subset construction
         Automaton a = automaton.isDeterministic() ? automaton
-                : EcmaRegex.determinize(automaton, 16 * maxStates, "the automaton of " + name, keyword);
+                : CharNfa.determinize(automaton, 16 * maxStates, "the automaton of " + name, keyword);
         if (a.getNumberOfStates() > 16 * maxStates) { // bound the table before building it
             throw new ConstraintBudgetException(keyword, "the automaton of " + name + " has " + a.getNumberOfStates()
                     + " states before minimisation (at most " + 16 * maxStates + ")");

@@ -435,7 +435,7 @@ final class Negation {
             parts.add(EcmaRegex.search(pattern, limits.maxLexemeStates()));
         }
         Automaton union = parts.size() == 1 ? parts.getFirst() : Automaton.union(parts);
-        return parts.size() == 1 ? union : EcmaRegex.determinize(union, limits.maxLexemeStates(),
+        return parts.size() == 1 ? union : CharNfa.determinize(union, limits.maxLexemeStates(),
                 "the strings not allowed at " + at, "not");
     }
 

@@ -107,7 +107,7 @@ final class ScalarSchemas {
         }
         if (excluded != null) {
             // not (pattern or enum): the strings outside the excluded ones (a complement of a DFA stays small)
-            chars = EcmaRegex.determinize((chars == null ? EcmaRegex.anyString() : chars).intersection(
+            chars = CharNfa.determinize((chars == null ? EcmaRegex.anyString() : chars).intersection(
                     excluded.complement()), limits.maxLexemeStates(), "the automaton of not", "not");
             minimal = false;
             keyword = format == null && pattern == null ? "not" : keyword;

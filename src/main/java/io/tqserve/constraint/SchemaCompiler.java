@@ -46,7 +46,7 @@ public final class SchemaCompiler {
      * String, integer and number lexemes by their keywords ({@link ScalarSchemas#string}, {@link
      * ScalarSchemas#numeric}), shared with sub-compilers.
      */
-    private final Map<String, Optional<Lexeme>> strings;
+    private final Map<String, Optional<Lexeme>> lexemes;
     private final Node ws;
     private Rule anyValue;
     private int nodes;
@@ -58,9 +58,9 @@ public final class SchemaCompiler {
     }
 
     private SchemaCompiler(Map<?, ?> root, ConstraintLimits limits, long deadline, boolean openByDefault,
-            Map<String, Optional<Lexeme>> strings) {
+            Map<String, Optional<Lexeme>> lexemes) {
         this.root = root;
-        this.strings = strings;
+        this.lexemes = lexemes;
         this.limits = limits;
         this.deadline = deadline;
         this.openByDefault = openByDefault;
@@ -447,7 +447,7 @@ public final class SchemaCompiler {
         if (rest.isEmpty()) {
             return s -> true;
         }
-        SchemaCompiler sub = new SchemaCompiler(root, limits, deadline, openByDefault, strings);
+        SchemaCompiler sub = new SchemaCompiler(root, limits, deadline, openByDefault, lexemes);
         Grammar g = Grammar.of(sub.value(rest, at));
         nodes += sub.nodes;
         Parser p = new Parser(limits);
@@ -491,8 +491,8 @@ public final class SchemaCompiler {
         for (String t : types) {
             options.add(switch (t) {
                 case "string" -> count(string(m, at), at);
-                case "integer" -> count(ScalarSchemas.numeric(true, m, at, limits, strings), at);
-                case "number" -> count(ScalarSchemas.numeric(false, m, at, limits, strings), at);
+                case "integer" -> count(ScalarSchemas.numeric(true, m, at, limits, lexemes), at);
+                case "number" -> count(ScalarSchemas.numeric(false, m, at, limits, lexemes), at);
                 case "boolean" -> alt(at, lit("true", at), lit("false", at));
                 case "null" -> lit("null", at);
                 case "object" -> object(m, at);
@@ -524,7 +524,7 @@ public final class SchemaCompiler {
 
     /** A string of {@code m}'s string keywords ({@link ScalarSchemas#string}). */
     Node string(Map<?, ?> m, String at) {
-        return ScalarSchemas.string(m, at, limits, () -> check(at), strings);
+        return ScalarSchemas.string(m, at, limits, () -> check(at), lexemes);
     }
 
     /** JSON whitespace inside objects and arrays. */
