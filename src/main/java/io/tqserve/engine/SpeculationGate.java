@@ -16,7 +16,12 @@ package io.tqserve.engine;
  * one-sequence step each draft length's passes, elsewhere the extra time per draft row), p by {@link Acceptance}
  * from each sequence's own drafts. Where the gate says no, a sequence still probes with a one-token draft now and
  * then (after 4, 8, ... 64 steps without drafting), so a sequence whose output starts repeating its prompt later is
- * found again; on a workload with nothing to copy the lookup finds nothing and no row is ever added.
+ * found again; on a workload with nothing to copy the lookup finds nothing and no row is ever added. A probe is
+ * itself a pass that does not pay (the gate said so), so probes are also spaced by what they are expected to lose:
+ * at least {@code (C(1) - 1 - p) / }{@link Acceptance#PROBE_SHARE} steps apart (at most
+ * {@link Acceptance#MAX_COST_PROBE}), which keeps their cost near 1% of the decode time where an extra row is dear
+ * (a Zen 4 core decoding the embedded model from memory: a 2-row pass cost 2.2 plain steps, and probes every four
+ * steps made decoding 3-9% slower with speculation on than off) and leaves them every four steps where it is cheap.
  */
 final class SpeculationGate {
     /** How much more a draft must return per unit of time than a plain step before it is proposed. */
@@ -165,6 +170,10 @@ final class SpeculationGate {
         /** Steps without a draft before a one-token probe: doubles per failed probe from 4 up to 64. */
         static final int MIN_PROBE = 4;
         static final int MAX_PROBE = 64;
+        /** The share of the decode time probes may lose: their spacing in steps is at least their loss over it. */
+        static final double PROBE_SHARE = 0.01;
+        /** The most steps a probe's cost can space it: a row cost measured high once is measured again. */
+        static final int MAX_COST_PROBE = 128;
         private double accepted = 1;
         private double tried = 2;
         private int probeEvery = MIN_PROBE;
@@ -181,17 +190,30 @@ final class SpeculationGate {
 
         /**
          * The draft length to ask the lookup for at these pass costs, at most {@code limit}: the gate's length, or a
-         * one-token probe when the gate says no and the sequence has gone long enough without.
+         * one-token probe when the gate says no and the sequence has gone long enough without ({@link #probeEvery}).
          */
         int draftLength(PassCost cost, int limit) {
             int k = worthDrafting(p(), cost, limit);
             if (k > 0) {
                 return k;
             }
-            if (limit > 0 && ++sinceDraft >= probeEvery) {
+            if (limit > 0 && ++sinceDraft >= probeEvery(cost)) {
                 return 1;
             }
             return 0;
+        }
+
+        /**
+         * Steps without a draft before the next probe: the doubling interval of failed probes, or more where a
+         * one-token pass is expected to lose more than {@link #PROBE_SHARE} of that many steps
+         * ({@code C(1)} against the {@code 1 + p} tokens it returns), up to {@link #MAX_COST_PROBE}.
+         */
+        int probeEvery(PassCost cost) {
+            double loss = cost.of(1) - 1 - p();
+            if (!(loss > 0)) {
+                return probeEvery;
+            }
+            return (int) Math.max(probeEvery, Math.min(MAX_COST_PROBE, Math.ceil(loss / PROBE_SHARE)));
         }
 
         /** How a draft of {@code proposed} tokens fared: {@code accepted} of them were kept. */

@@ -96,15 +96,55 @@ class SpeculationGateTest {
     }
 
     @Test
-    void aProbeAfterTheGateSaidNoComesEveryFourStepsWhileProbesSucceed() {
+    void aProbeAfterTheGateSaidNoComesEveryFourStepsWhileProbesSucceedAndAreCheap() {
         SpeculationGate.Acceptance a = new SpeculationGate.Acceptance();
+        for (int i = 0; i < 4; i++) {
+            a.outcome(1, 2); // p about 0.49: at a row cost of 0.4, no draft length pays
+        }
+        double p = a.p();
+        assertEquals(0, SpeculationGate.worthDrafting(p, 0.4, 8));
+        assertTrue(1.4 - 1 - p <= 0, "a probe at row cost 0.4 returns at least what it costs: p = " + p);
         int drafts = 0;
         for (int step = 0; step < 40; step++) {
-            if (a.draftLength(2.0, 8) > 0) { // a row costs two tokens: nothing pays
+            if (a.draftLength(0.4, 8) > 0) {
                 drafts++;
-                a.outcome(1, 1);
+                a.outcome(1, 2); // the probe's token accepted (the gate's estimate stays where it was)
             }
         }
         assertEquals(10, drafts);
+    }
+
+    @Test
+    void probesThatLoseAreSpacedByWhatTheyLose() {
+        // a 2-row pass costs 2.2 plain steps (a Zen 4 core, the embedded model from memory) and p is about 0.77:
+        // each probe loses 2.2 - (1 + p) steps, so they come at least (1.2 - p) / 1% steps apart
+        SpeculationGate.Acceptance a = new SpeculationGate.Acceptance();
+        SpeculationGate.PassCost cost = d -> 1 + 1.2 * d;
+        int probes = 0;
+        double lost = 0;
+        int last = -1;
+        double spacing = 0;
+        for (int step = 0; step < 1000; step++) {
+            if (a.draftLength(cost, 8) > 0) {
+                if (last >= 0) {
+                    assertTrue(step - last >= spacing, "a probe " + (step - last) + " steps after the last, p = " + a.p());
+                }
+                last = step;
+                probes++;
+                lost += 1.2 - a.p();
+                a.outcome(probes % 13 < 10 ? 1 : 0, 1); // 10 of 13 probes accepted
+                spacing = Math.min(128, (1.2 - a.p()) / 0.01);
+            }
+        }
+        assertTrue(probes >= 10 && probes <= 40, probes + " probes in 1000 steps");
+        assertTrue(lost <= 0.011 * 1000, "the probes lost " + lost + " steps of 1000");
+        // where nothing comes back, the spacing is the cap: a cost measured high once is measured again
+        SpeculationGate.Acceptance none = new SpeculationGate.Acceptance();
+        for (int i = 0; i < 50; i++) {
+            none.outcome(0, 1);
+        }
+        assertEquals(SpeculationGate.Acceptance.MAX_COST_PROBE, none.probeEvery(d -> 1 + 3.0 * d));
+        assertEquals(SpeculationGate.Acceptance.MAX_PROBE, none.probeEvery(d -> 1 + 0.01 * d),
+                "a cheap row keeps the doubling interval of failed probes");
     }
 }
