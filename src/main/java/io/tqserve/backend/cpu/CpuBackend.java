@@ -243,7 +243,7 @@ public final class CpuBackend implements ComputeBackend {
             for (int r0 = 0; r0 < rows; r0 += rowBlock) {
                 int rb = Math.min(rowBlock, rows - r0);
                 for (int j = from; j < to; ) {
-                    if (PackedGemm.TWO_GROUPS && to - j >= 8) {
+                    if (to - j >= 8 && PackedGemm.twoGroups(rb, inDim)) {
                         PackedGemm.groups2(pack, 2L * j * inDim, inDim, x, r0 * inDim, rb, out, r0 * outDim + j,
                                 outDim);
                         j += 8;

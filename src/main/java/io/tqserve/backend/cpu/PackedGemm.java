@@ -25,10 +25,12 @@ import java.util.Arrays;
  *
  * <p>Each output keeps the arithmetic of {@link VectorMatmul#matvec4Packed}: one accumulator vector whose lane j
  * adds column {@code i+j}, then {@code i+L+j}, step after step (kept in a per-thread array between column blocks,
- * which changes no bit), then {@link VectorKernels#sumLanes}. So a row's numbers are those it gets alone (batch
- * invariance), whichever tile and block size computes it. The horizontal sums cost L loads and L - 1 adds per
- * output against the n / L multiply-adds of its row: a few percent with 8 lanes, about a tenth with 16 at 2048
- * columns.
+ * which changes no bit), then {@link VectorKernels#sumLanes}'s fold. So a row's numbers are those it gets alone
+ * (batch invariance), whichever tile and block size computes it. With 16 lanes the fold runs sixteen outputs at a
+ * time in registers ({@link LaneSums}: the same additions in the same order); the scalar fold, L loads and L - 1
+ * adds per output against the n / L multiply-adds of its row, was a few percent with 8 lanes but a large share with
+ * 16 at 512 columns (on a Zen 4 core the vector sums made 8 and 16 activation rows of a 1408×512 matrix 5–8% faster,
+ * of 512×1408 3%).
  */
 final class PackedGemm {
     /** Columns per block of {@link #group} ({@code -Dtqserve.cpu.gemm-k-block}, default 512), as 2L-column steps. */
@@ -40,6 +42,20 @@ final class PackedGemm {
      */
     static final boolean TWO_GROUPS = VectorKernels.WIDE_TILES
             && !"false".equalsIgnoreCase(System.getProperty("tqserve.cpu.gemm-8x2", "true"));
+
+    /**
+     * Activation floats a pass must have (rows × columns) for {@link #groups2} to run rather than the one-group tiles
+     * ({@code -Dtqserve.cpu.gemm-8x2-floats}, default 3584: 14 KB, under half a Zen 4 or Zen 5 L1). The 8×2 tile
+     * halves the activation loads, which is what bounds the 4×4 tile once the pass's activations come from L2; below
+     * that they stay in L1 and the 8×2 tile's own cost shows instead: it reads two groups (two streams 8·n bytes
+     * apart) where the one-group tiles read one, and from memory that ran at as little as a third of the one-stream
+     * rate. On a Zen 4 core (one kernel thread, thread CPU time, arms interleaved, load 2–5): a 32000×512 matrix at 2,
+     * 3, 4, 5 activation rows took 0.48, 0.58, 0.55–0.71, 0.66–0.80 of the 8×2 time with the one-group tiles, at 6
+     * to 9 rows 0.95–1.02; 16384×768 and 8192×1024 at 2 rows 0.44 and 0.80, at 3 rows 0.54 and 0.91, at 5 rows
+     * 1.01–1.03; 8192×1408 at 2 rows 0.80, at 3 and more 1.14–1.20 (8×2 faster); 4096×2048 and 2048×5632 at every
+     * row count 1.02–1.42 (8×2 faster). {@code 0} keeps the 8×2 tiles for every pass.
+     */
+    static final int TWO_GROUP_FLOATS = Integer.getInteger("tqserve.cpu.gemm-8x2-floats", 3584);
 
     /**
      * Passes of up to this many activation rows walk whole rows, unblocked ({@code -Dtqserve.cpu.gemm-unblocked-rows};
@@ -61,15 +77,21 @@ final class PackedGemm {
     private PackedGemm() {
     }
 
+    /** Whether a pass of {@code rows} activation rows of n columns runs {@link #groups2} ({@link #TWO_GROUP_FLOATS}). */
+    static boolean twoGroups(int rows, int n) {
+        return TWO_GROUPS && (long) rows * n >= TWO_GROUP_FLOATS;
+    }
+
     /** The multi-row kernel's tiles and blocking, for the backend's startup line and {@code bench decode}. */
     static String describe() {
-        return (TWO_GROUPS ? "8x2 tiles" : VectorKernels.WIDE_TILES ? "4x4 tiles" : "4x2 tiles")
+        return (TWO_GROUPS ? "8x2 tiles for passes of at least " + TWO_GROUP_FLOATS + " activation floats, 4x4 below"
+                : VectorKernels.WIDE_TILES ? "4x4 tiles" : "4x2 tiles")
                 + (UNBLOCKED_ROWS == Integer.MAX_VALUE ? ", whole rows for every pass"
                         : ", whole rows for passes of up to " + UNBLOCKED_ROWS + " activation rows, "
                                 + K_BLOCK_PAIRS * 2 * L + "-column blocks above")
                 + ", passes of " + CpuBackend.GEMM_ROW_BLOCK + " activation rows"
                 + (VectorKernels.WIDE_TILES ? " at 2048 columns" : "")
-                + " (-Dtqserve.cpu.gemm-8x2, gemm-unblocked-rows, gemm-k-block, gemm-row-block)";
+                + " (-Dtqserve.cpu.gemm-8x2, gemm-8x2-floats, gemm-unblocked-rows, gemm-k-block, gemm-row-block)";
     }
 
     /**
@@ -87,11 +109,7 @@ final class PackedGemm {
             int outStride, int blockPairs) {
         int tileRows = VectorKernels.WIDE_TILES ? 4 : 2;
         int need = rows * 4 * L;
-        float[] acc = ACC.get();
-        if (acc == null || acc.length < need) {
-            acc = new float[need];
-            ACC.set(acc);
-        }
+        float[] acc = accumulators(need);
         Arrays.fill(acc, 0, need, 0f);
         int pairs = n / (2 * L);
         for (int p0 = 0; p0 < pairs; p0 += blockPairs) {
@@ -112,11 +130,32 @@ final class PackedGemm {
         if (n % (2 * L) != 0) {
             PackedTiles.tail(pack, base, n, x, xOff, rows, acc, 0);
         }
+        if (LaneSums.applies()) {
+            for (int r = 0; r < rows; r += 4) { // four activation rows' sums at a time (the last repeated)
+                int last = rows - 1;
+                LaneSums.sums(acc, 4 * r * L, 4 * Math.min(r + 1, last) * L, 4 * Math.min(r + 2, last) * L,
+                        4 * Math.min(r + 3, last) * L, acc, need);
+                for (int i = 0; i < 4 && r + i < rows; i++) {
+                    System.arraycopy(acc, need + 4 * i, out, outOff + (r + i) * outStride, 4);
+                }
+            }
+            return;
+        }
         for (int r = 0; r < rows; r++) {
             for (int q = 0; q < 4; q++) {
                 out[outOff + r * outStride + q] = sumLanes(acc, (4 * r + q) * L);
             }
         }
+    }
+
+    /** This thread's accumulator array, room for {@code need} floats plus 16 for {@link LaneSums}' results. */
+    private static float[] accumulators(int need) {
+        float[] acc = ACC.get();
+        if (acc == null || acc.length < need + 16) {
+            acc = new float[need + 16];
+            ACC.set(acc);
+        }
+        return acc;
     }
 
     /**
@@ -134,11 +173,7 @@ final class PackedGemm {
     static void groups2(MemorySegment pack, long base, int n, float[] x, int xOff, int rows, float[] out, int outOff,
             int outStride, int blockPairs) {
         int per = rows * 4 * L;
-        float[] acc = ACC.get();
-        if (acc == null || acc.length < 2 * per) {
-            acc = new float[2 * per];
-            ACC.set(acc);
-        }
+        float[] acc = accumulators(2 * per);
         Arrays.fill(acc, 0, 2 * per, 0f);
         long base2 = base + 8L * n;
         int pairs = n / (2 * L);
@@ -156,6 +191,17 @@ final class PackedGemm {
         if (n % (2 * L) != 0) {
             PackedTiles.tail(pack, base, n, x, xOff, rows, acc, 0);
             PackedTiles.tail(pack, base2, n, x, xOff, rows, acc, per);
+        }
+        if (LaneSums.applies()) {
+            for (int r = 0; r < rows; r += 2) { // two activation rows' eight sums at a time (the last repeated)
+                int s = 4 * Math.min(r + 1, rows - 1) * L;
+                LaneSums.sums(acc, 4 * r * L, per + 4 * r * L, s, per + s, acc, 2 * per);
+                System.arraycopy(acc, 2 * per, out, outOff + r * outStride, 8);
+                if (r + 1 < rows) {
+                    System.arraycopy(acc, 2 * per + 8, out, outOff + (r + 1) * outStride, 8);
+                }
+            }
+            return;
         }
         for (int r = 0; r < rows; r++) {
             for (int q = 0; q < 4; q++) {
