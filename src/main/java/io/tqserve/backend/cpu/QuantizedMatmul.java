@@ -157,7 +157,10 @@ final class QuantizedMatmul {
             // at a time; the block's weight rows in spans of about WEIGHT_SPAN bytes, each span against every four
             // activation rows while it stays in the L2 cache, so each weight byte still comes from memory once
             int quads = pack != null ? rows / 4 * 4 : 0;
-            if (quads > 0) {
+            if (quads > 0 && QuantizedTiles.applies(bits, w.quant().groupSize())) {
+                // 8-bit groups of 64: register tiles of two weight rows by four activation rows (QuantizedTiles)
+                QuantizedTiles.group8(pack, from, to, inDim, xin, in.sums(), quads, out, outDim);
+            } else if (quads > 0) {
                 float[][] sbs = quadScratch(size);
                 int span = (int) Math.max(4, WEIGHT_SPAN / pack.rowBytes() / 4 * 4);
                 for (int s = from; s < to; s += span) {

@@ -110,6 +110,21 @@ record QuantizedPack(MemorySegment codes, MemorySegment scales, MemorySegment bi
             return prologueBf16(row, groups, xsum, xsOff, sb);
         }
         MemorySegment.copy(scales, Layouts.FLOAT_LE, (long) row * groups * Float.BYTES, sb, 0, 4 * groups);
+        biasTerms(row, groups, xsum, xsOff, sb, sb, 4 * groups);
+        return groups;
+    }
+
+    /**
+     * The bias terms of {@link #prologue} alone: for rows row..row+3 against one activation row's group sums
+     * ({@code xsum[xsOff..]}), {@code Σ_g bias(r, g)·xsum[g]} to {@code dst[at + r]}, by the prologue's operations
+     * (it calls this); {@code sb} holds the rows' scales as the prologue leaves them (read for centred bf16 codes).
+     * The multi-row passes ({@link QuantizedTiles}) take the scales once per weight row and this per activation row.
+     */
+    void biasTerms(int row, int groups, float[] xsum, int xsOff, float[] sb, float[] dst, int at) {
+        if (bf16) {
+            biasTermsBf16(row, groups, xsum, xsOff, sb, dst, at);
+            return;
+        }
         MemorySegment bs = biases;
         long b = (long) row * groups * Float.BYTES;
         // four chains, group g into chain g mod 4 (QuantizedVector#prologue): one chain of dependent multiply-adds
@@ -120,11 +135,11 @@ record QuantizedPack(MemorySegment codes, MemorySegment scales, MemorySegment bi
         FloatVector z3 = FloatVector.zero(F4);
         int g = 0;
         for (; g + 3 < groups; g += 4) {
-            long at = b + 16L * g;
-            z0 = FloatVector.fromMemorySegment(F4, bs, at, LE).fma(FloatVector.broadcast(F4, xsum[xsOff + g]), z0);
-            z1 = FloatVector.fromMemorySegment(F4, bs, at + 16, LE).fma(FloatVector.broadcast(F4, xsum[xsOff + g + 1]), z1);
-            z2 = FloatVector.fromMemorySegment(F4, bs, at + 32, LE).fma(FloatVector.broadcast(F4, xsum[xsOff + g + 2]), z2);
-            z3 = FloatVector.fromMemorySegment(F4, bs, at + 48, LE).fma(FloatVector.broadcast(F4, xsum[xsOff + g + 3]), z3);
+            long at4 = b + 16L * g;
+            z0 = FloatVector.fromMemorySegment(F4, bs, at4, LE).fma(FloatVector.broadcast(F4, xsum[xsOff + g]), z0);
+            z1 = FloatVector.fromMemorySegment(F4, bs, at4 + 16, LE).fma(FloatVector.broadcast(F4, xsum[xsOff + g + 1]), z1);
+            z2 = FloatVector.fromMemorySegment(F4, bs, at4 + 32, LE).fma(FloatVector.broadcast(F4, xsum[xsOff + g + 2]), z2);
+            z3 = FloatVector.fromMemorySegment(F4, bs, at4 + 48, LE).fma(FloatVector.broadcast(F4, xsum[xsOff + g + 3]), z3);
         }
         if (g < groups) {
             z0 = FloatVector.fromMemorySegment(F4, bs, b + 16L * g, LE).fma(FloatVector.broadcast(F4, xsum[xsOff + g]), z0);
@@ -138,8 +153,7 @@ record QuantizedPack(MemorySegment codes, MemorySegment scales, MemorySegment bi
                     .fma(FloatVector.broadcast(F4, xsum[xsOff + g + 2]), z2);
         }
         // typed as F4's vector class before the store (QuantizedLoops' class comment)
-        ((FloatVector) F4.vectorType().cast(z0.add(z1).add(z2.add(z3)))).intoArray(sb, 4 * groups);
-        return groups;
+        ((FloatVector) F4.vectorType().cast(z0.add(z1).add(z2.add(z3)))).intoArray(dst, at);
     }
 
     /**
@@ -159,6 +173,12 @@ record QuantizedPack(MemorySegment codes, MemorySegment scales, MemorySegment bi
         for (; i < count; i++) {
             sb[i] = DType.BF16.read(scales, row * (long) groups + i);
         }
+        biasTermsBf16(row, groups, xsum, xsOff, sb, sb, count);
+        return groups;
+    }
+
+    /** {@link #biasTerms} on bf16 biases. */
+    private void biasTermsBf16(int row, int groups, float[] xsum, int xsOff, float[] sb, float[] dst, int at) {
         long b = (long) row * groups * Short.BYTES;
         // the lanes' scales for centred codes: row r's scale of group g is sb[r·groups + g]
         int[] rows = centred ? new int[] {0, groups, 2 * groups, 3 * groups} : null;
@@ -183,8 +203,7 @@ record QuantizedPack(MemorySegment codes, MemorySegment scales, MemorySegment bi
             z2 = bias4(b, g + 2, sb, rows).fma(FloatVector.broadcast(F4, xsum[xsOff + g + 2]), z2);
         }
         // typed as F4's vector class before the store (QuantizedLoops' class comment)
-        ((FloatVector) F4.vectorType().cast(z0.add(z1).add(z2.add(z3)))).intoArray(sb, count);
-        return groups;
+        ((FloatVector) F4.vectorType().cast(z0.add(z1).add(z2.add(z3)))).intoArray(dst, at);
     }
 
     /**
