@@ -114,17 +114,23 @@ final class PackedGemm {
         int pairs = n / (2 * L);
         for (int p0 = 0; p0 < pairs; p0 += blockPairs) {
             int p1 = Math.min(pairs, p0 + blockPairs);
+            // the rows left over by the widest tile first, narrowest first: the first tile of a group streams its
+            // words from memory, and the narrower its loop the faster it streams
+            int wide = tileRows == 4 ? rows / 4 * 4 : rows / 2 * 2;
             int r = 0;
-            if (tileRows == 4) {
-                for (; r + 4 <= rows; r += 4) {
-                    PackedTiles.tile4x4(pack, base, n, x, xOff + r * n, p0, p1, acc, r * 4 * L);
-                }
+            if (((rows - wide) & 1) != 0) {
+                PackedTiles.tile4x1(pack, base, x, xOff, p0, p1, acc, 0);
+                r = 1;
+            }
+            if (rows - wide - r >= 2) {
+                PackedTiles.tile4x2(pack, base, n, x, xOff + r * n, p0, p1, acc, r * 4 * L);
+                r += 2;
+            }
+            for (; r + 4 <= rows && tileRows == 4; r += 4) {
+                PackedTiles.tile4x4(pack, base, n, x, xOff + r * n, p0, p1, acc, r * 4 * L);
             }
             for (; r + 2 <= rows; r += 2) {
                 PackedTiles.tile4x2(pack, base, n, x, xOff + r * n, p0, p1, acc, r * 4 * L);
-            }
-            for (; r < rows; r++) {
-                PackedTiles.tile4x1(pack, base, x, xOff + r * n, p0, p1, acc, r * 4 * L);
             }
         }
         if (n % (2 * L) != 0) {
@@ -180,12 +186,13 @@ final class PackedGemm {
         for (int p0 = 0; p0 < pairs; p0 += blockPairs) {
             int p1 = Math.min(pairs, p0 + blockPairs);
             int r = 0;
+            if ((rows & 1) != 0) { // the odd row first: its one-row loop streams the groups from memory faster
+                PackedTiles.tile4x1(pack, base, x, xOff, p0, p1, acc, 0);
+                PackedTiles.tile4x1(pack, base2, x, xOff, p0, p1, acc, per);
+                r = 1;
+            }
             for (; r + 2 <= rows; r += 2) {
                 PackedTiles.tile8x2(pack, base, base2, n, x, xOff + r * n, p0, p1, acc, r * 4 * L, acc, per + r * 4 * L);
-            }
-            for (; r < rows; r++) {
-                PackedTiles.tile4x1(pack, base, x, xOff + r * n, p0, p1, acc, r * 4 * L);
-                PackedTiles.tile4x1(pack, base2, x, xOff + r * n, p0, p1, acc, per + r * 4 * L);
             }
         }
         if (n % (2 * L) != 0) {
