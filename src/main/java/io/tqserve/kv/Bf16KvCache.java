@@ -13,11 +13,15 @@ import java.util.List;
 /**
  * bfloat16 KV cache, off-heap, growing in chunks of {@link #CHUNK} tokens. Within a chunk each (layer, K|V,
  * KV head) owns a contiguous (CHUNK, headDim) bf16 block, so one head's keys are a row-major matrix the
- * kernels read directly.
+ * kernels read directly. A one-row step attends per query head; the rows of a multi-row pass (a verification
+ * pass's draft, a prompt's continuation) are attended together per KV head ({@link Bf16Rows}), bit-identical to
+ * attending each row alone.
  */
 public final class Bf16KvCache extends AbstractKvCache {
     /** Tokens per allocation chunk. */
     public static final int CHUNK = 256;
+    /** Most rows one attention task of a multi-row pass serves (bounds its scratch to 16 · group · context floats). */
+    static final int ROWS_PER_TASK = 16;
 
     private final Arena arena = Arena.ofShared();
     private final List<MemorySegment> chunks = new ArrayList<>(); // each (layers, 2, numKvHeads, CHUNK, headDim) bf16
@@ -107,38 +111,51 @@ public final class Bf16KvCache extends AbstractKvCache {
 
     @Override
     protected AttentionTasks attendStored(int layer, int rowOffset, int rows, float[] q, float[] out) {
-        int headDim = shape.headDim();
-        int qDim = shape.qDim();
-        int group = shape.groupSize();
         int nChunks = chunks.size();
-        Matrix[] keys = new Matrix[nChunks * shape.numKvHeads()];
-        Matrix[] values = new Matrix[nChunks * shape.numKvHeads()];
+        int kvHeads = shape.numKvHeads();
+        Matrix[] keys = new Matrix[nChunks * kvHeads];
+        Matrix[] values = new Matrix[nChunks * kvHeads];
         for (int c = 0; c < nChunks; c++) {
-            for (int g = 0; g < shape.numKvHeads(); g++) {
-                keys[c * shape.numKvHeads() + g] = block(c, layer, 0, g);
-                values[c * shape.numKvHeads() + g] = block(c, layer, 1, g);
+            for (int g = 0; g < kvHeads; g++) {
+                keys[c * kvHeads + g] = block(c, layer, 0, g);
+                values[c * kvHeads + g] = block(c, layer, 1, g);
             }
         }
-        return new AttentionTasks(rows * shape.numHeads(), length() + rows, task -> {
-            int r = task / shape.numHeads();
-            int h = task % shape.numHeads();
-            int g = h / group;
-            int qOff = (rowOffset + r) * qDim + h * headDim;
-            int n = length() + r + 1;
-            float[] s = scores(n);
-            for (int t = 0; t < n; ) { // four keys at a time (one load of q for four rows), never across a chunk
-                int within = t % CHUNK;
-                int count = Math.min(4, Math.min(n - t, CHUNK - within));
-                kernels.matvec(keys[(t / CHUNK) * shape.numKvHeads() + g], within, count, q, qOff, s, t);
-                t += count;
-            }
-            kernels.scale(s, 0, n, scale);
-            kernels.softmax(s, 0, n);
-            Arrays.fill(out, qOff, qOff + headDim, 0f);
-            for (int t = 0; t < n; t++) {
-                kernels.axpyRow(s[t], values[(t / CHUNK) * shape.numKvHeads() + g], t % CHUNK, out, qOff);
-            }
+        int length = length();
+        if (rows == 1) {
+            return new AttentionTasks(shape.numHeads(), length + 1,
+                    task -> attendHead(keys, values, rowOffset, 0, task, q, out));
+        }
+        int parts = Math.min(rows, Math.max((rows + ROWS_PER_TASK - 1) / ROWS_PER_TASK,
+                (backend.threads() + kvHeads - 1) / kvHeads));
+        return new AttentionTasks(parts * kvHeads, (long) (length + rows) * ((rows + parts - 1) / parts), task -> {
+            int part = task / kvHeads;
+            int r0 = (int) ((long) rows * part / parts);
+            int r1 = (int) ((long) rows * (part + 1) / parts);
+            Bf16Rows.attend(kernels, shape, keys, values, task % kvHeads, rowOffset, r0, r1 - r0, length + r0 + 1,
+                    scale, q, out);
         });
+    }
+
+    /** Attention of row r (position length()+r) for query head h, one call per cached token and row. */
+    private void attendHead(Matrix[] keys, Matrix[] values, int rowOffset, int r, int h, float[] q, float[] out) {
+        int headDim = shape.headDim();
+        int g = h / shape.groupSize();
+        int qOff = (rowOffset + r) * shape.qDim() + h * headDim;
+        int n = length() + r + 1;
+        float[] s = scores(n);
+        for (int t = 0; t < n; ) { // four keys at a time (one load of q for four rows), never across a chunk
+            int within = t % CHUNK;
+            int count = Math.min(4, Math.min(n - t, CHUNK - within));
+            kernels.matvec(keys[(t / CHUNK) * shape.numKvHeads() + g], within, count, q, qOff, s, t);
+            t += count;
+        }
+        kernels.scale(s, 0, n, scale);
+        kernels.softmax(s, 0, n);
+        Arrays.fill(out, qOff, qOff + headDim, 0f);
+        for (int t = 0; t < n; t++) {
+            kernels.axpyRow(s[t], values[(t / CHUNK) * shape.numKvHeads() + g], t % CHUNK, out, qOff);
+        }
     }
 
     @Override
