@@ -16,7 +16,9 @@ import java.util.Arrays;
  * as the decode kernel's) computes the group against all activation rows before it moves on. Register tiles
  * ({@link PackedTiles}) read the packed words directly (a shift gives a word's low bf16 as a float, a mask its high
  * one): eight weight rows (two groups, {@link #groups2}) by two activation rows with 512-bit vectors (32
- * registers), four by two with AVX2's 16. Above
+ * registers) for passes of at least {@link #TWO_GROUP_FLOATS} activation floats, four by four below that, four by two
+ * with AVX2's 16. The rows the widest tile leaves over run first (the one-row loop, then a 4×2): a group's first tile
+ * streams its words from memory, and the narrower loop streams faster. Above
  * {@link #UNBLOCKED_ROWS} rows the group's columns are walked in blocks
  * ({@link #K_BLOCK_PAIRS}): within a block every tile of the pass runs, so the block's packed words stay in L1 for
  * all activation rows and each activation slice is read once per group, where whole-row tiles (four activation rows
