@@ -14,7 +14,8 @@ import jdk.incubator.vector.VectorSpecies;
  * Attention scores straight from the key codes of {@link TurboBlockLayout} blocks (Vector API), without decoding a
  * key: with k_i = (c_i + z_g)·s_g, q·k = Σ_g s_g·(Σ_{i∈g} q_i·c_i + z_g·Σ_{i∈g} q_i). The 16 tokens of a block lie
  * along the lanes, so each lane computes one token's score and no horizontal sum is needed; the query heads that
- * share the KV head (GQA) are processed in pairs, each code converted once for both.
+ * share the KV head (GQA, and the rows of a multi-row task) are processed four at a time at 16 lanes
+ * ({@link FusedHeads}), the rest in pairs, each code converted once for the heads it serves.
  *
  * <p>Per lane (token) and head the arithmetic is exactly that of {@link FusedScalar#scores}: four partial sums
  * p_k = fma chains over elements 32g+4m+k (m = 0…7) in order, a = (p0+p1)+(p2+p3), S = fma(s_g, fma(z_g, Q_g, a), S)
@@ -68,7 +69,14 @@ final class FusedScores {
                 }
             }
             int t0 = scOff + b * T;
-            for (int j = 0; j < heads; j += 2) {
+            int j0 = 0;
+            for (; FusedHeads.SUPPORTED && j0 + 4 <= heads; j0 += 4) { // the rows' heads four at a time
+                FusedHeads.scoreBlock(seg, blk, k8, kf, qb, j0, d, groups, ks, kz, qsum, sc, t0, scStride, scale);
+            }
+            for (; FusedHeads.SUPPORTED && j0 + 2 <= heads; j0 += 2) {
+                FusedHeads.scoreBlockPair(seg, blk, k8, kf, qb, j0, d, groups, ks, kz, qsum, sc, t0, scStride, scale);
+            }
+            for (int j = j0; j < heads; j += 2) {
                 boolean pair = j + 1 < heads;
                 int qa = j * d * L;
                 int qc = pair ? qa + d * L : qa;

@@ -14,7 +14,8 @@ import jdk.incubator.vector.VectorSpecies;
  * The weighted sum of values straight from the value codes (Vector API), in the rotated domain: acc_i = Σ_t
  * c[code_t,i]·fl(w_t·scale_t,g(i)), never decoding a value row to memory; the caller un-rotates
  * the sum once per query row. The query heads of a KV head are processed in pairs, each code unpacked and looked
- * up once for both. Each lane (element) runs fma(c, w·scale, acc) over the tokens in order, exactly as
+ * up once for both (on the 16-lane wide path, four at a time where a task serves four or more: {@link FusedHeads}).
+ * Each lane (element) runs fma(c, w·scale, acc) over the tokens in order, exactly as
  * {@link FusedScalar#values}, so the two are bit-identical.
  *
  * <p>Fast path (2/3/4-bit values, 8 or 16 lanes): the codes of a vector come from one or two little-endian words
@@ -29,17 +30,17 @@ final class FusedValues {
     private static final int T = TurboBlockLayout.TOKENS;
     private static final int CHUNK = TurboQuantKvCache.CHUNK;
     /** Per-lane right shifts of the word unpacking, by value bits. */
-    private static final IntVector[] SHIFT = new IntVector[5];
+    static final IntVector[] SHIFT = new IntVector[5];
     private static final VectorMask<Integer> UPPER8;
     /** Centroid tables (float bits) in one or two int vectors, by value bits (2, 3, 4). */
-    private static final IntVector[][] TABLE = new IntVector[5][];
+    static final IntVector[][] TABLE = new IntVector[5][];
     /** 64 bytes, the codes of 128 elements (16·bits bytes) of one token in the 16-lane wide path. */
     private static final VectorSpecies<Byte> B64 = ByteVector.SPECIES_512;
     /** [bits][v]: byte shuffle giving int lane i of vector v the 4 code bytes its 16 codes start at. */
     @SuppressWarnings("unchecked")
-    private static final VectorShuffle<Byte>[][] WORDS = new VectorShuffle[5][8];
+    static final VectorShuffle<Byte>[][] WORDS = new VectorShuffle[5][8];
     @SuppressWarnings("unchecked")
-    private static final VectorMask<Byte>[] CODES = new VectorMask[5];
+    static final VectorMask<Byte>[] CODES = new VectorMask[5];
 
     static {
         boolean[] upper = new boolean[L];
@@ -217,7 +218,14 @@ final class FusedValues {
         IntVector shift = SHIFT[bits];
         int mask = (1 << bits) - 1;
         VectorMask<Byte> codeMask = CODES[bits];
-        for (int j = 0; j < heads; j += 2) {
+        int j0 = 0;
+        for (; j0 + 4 <= heads; j0 += 4) { // the rows' heads four at a time, 64 elements per pass
+            FusedHeads.values(lay, chunks, headBase, nT, w, wOff, wStride, j0, out, outOff, outStride);
+        }
+        for (; j0 + 2 <= heads; j0 += 2) {
+            FusedHeads.valuesPair(lay, chunks, headBase, nT, w, wOff, wStride, j0, out, outOff, outStride);
+        }
+        for (int j = j0; j < heads; j += 2) {
             boolean pair = j + 1 < heads;
             int wa = wOff + j * wStride;
             int wb = pair ? wa + wStride : wa;

@@ -103,8 +103,8 @@ final class TurboAttention {
      * Fused-path attention of {@code rows} consecutive rows r (position n0−1+r, over tokens [0, n0+r)) for the query
      * heads of KV head {@code g}, in one pass over the cache: the rows' query heads are scored and weighted together,
      * as {@link #attend} does for the heads that share a KV head, so each block is fetched from memory once for all
-     * rows and stays in L1 while their heads are served (the kernels still convert its codes once per pair of query
-     * heads). A row's weights past its own last token are zero; the fused kernels accumulate
+     * rows and stays in L1 while their heads are served, and at 16 lanes each code is converted once per four of the
+     * rows' query heads ({@link FusedHeads}). A row's weights past its own last token are zero; the fused kernels accumulate
      * per lane over the tokens in order, so the extra terms add exact zeros and every row's output is bit-identical to
      * {@link #attend} of that row alone. Needs a bf16 prefix (if any) that ends before row 0's last token.
      */
