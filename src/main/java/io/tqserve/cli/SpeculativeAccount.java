@@ -10,7 +10,8 @@ import java.util.List;
  * {@code bench speculative --account}: what a verification pass of k rows costs against a one-row decode step, on
  * the forward pass alone (no lane, no sampling): the copy prompt prefilled and decoded a little, then passes of
  * 1..k rows (logits for every row, as a verifying pass asks) each followed by the cache's truncation back to where it
- * was, the row counts interleaved in every round. Per row count: CPU time of the calling thread and the kernel
+ * was, the row counts interleaved in every round, after unmeasured rounds until the JIT is quiet
+ * ({@link JitWarmup}: the fused turbo kernels run far below their compiled speed until C2 has them). Per row count: CPU time of the calling thread and the kernel
  * threads per pass, its ratio to one row, and its parts: the weight matmuls (LM head included) and attention (storing
  * the rows' K/V and attending) as CPU time, the rest (norms, RoPE, embedding, residual adds) by difference, and the
  * truncation. CPU time, not wall time, so the ratios hold on a shared machine.
@@ -39,7 +40,6 @@ final class SpeculativeAccount {
             most = Math.max(most, k);
         }
         ForwardState state = new ForwardState(t.config());
-        CpuClock cpu = null;
         try (TimedKvCache cache = new TimedKvCache(KvCacheFactory.create(scheme, t.attentionShape(), t.backend(),
                 prompt.length + decoded + most + 1), CpuClock.forKernelThreads())) {
             t.forward(state, List.of(new Transformer.Chunk(cache, prompt, 0, prompt.length, false)));
@@ -52,32 +52,14 @@ final class SpeculativeAccount {
                 input[i] = prompt[(base + i) % prompt.length];
             }
             long[][] sums = new long[rowCounts.length][5];
-            for (int r = -2; r < rounds; r++) { // two unmeasured rounds: JIT
-                if (r == 0) {
-                    cpu = CpuClock.forKernelThreads();
-                    timed.cpu = cpu;
-                }
-                for (int ki = 0; ki < rowCounts.length; ki++) {
-                    int k = rowCounts[ki];
-                    for (int p = 0; p < PASSES; p++) {
-                        timed.reset();
-                        cache.resetTimer();
-                        long c0 = cpu == null ? 0 : cpu.nanos();
-                        long w0 = System.nanoTime();
-                        t.forward(state, List.of(new Transformer.Chunk(cache, input, 0, k, k > 1)));
-                        long c1 = cpu == null ? 0 : cpu.nanos();
-                        long w1 = System.nanoTime();
-                        cache.truncate(base);
-                        long w2 = System.nanoTime();
-                        if (r >= 0) {
-                            sums[ki][0] += c1 - c0;
-                            sums[ki][1] += timed.matmulCpuNanos;
-                            sums[ki][2] += cache.attendCpuNanos();
-                            sums[ki][3] += w2 - w1;
-                            sums[ki][4] += w1 - w0;
-                        }
-                    }
-                }
+            JitWarmup warmup = new JitWarmup();
+            while (!warmup.done()) { // unmeasured rounds until the JIT is quiet
+                round(t, timed, state, cache, input, base, rowCounts, null, null);
+            }
+            CpuClock cpu = CpuClock.forKernelThreads();
+            timed.cpu = cpu;
+            for (int r = 0; r < rounds; r++) {
+                round(t, timed, state, cache, input, base, rowCounts, cpu, sums);
             }
             timed.cpu = null;
             double n = (double) rounds * PASSES;
@@ -89,6 +71,32 @@ final class SpeculativeAccount {
                         (s[0] - s[1] - s[2]) / n / 1e6, s[3] / n / 1e3, s[4] / n / 1e6);
             }
             System.out.flush();
+        }
+    }
+
+    /** One round: PASSES passes of every row count, each truncated back to base; added to sums unless null. */
+    private static void round(Transformer t, PhaseTimedBackend timed, ForwardState state, TimedKvCache cache,
+            int[] input, int base, int[] rowCounts, CpuClock cpu, long[][] sums) {
+        for (int ki = 0; ki < rowCounts.length; ki++) {
+            int k = rowCounts[ki];
+            for (int p = 0; p < PASSES; p++) {
+                timed.reset();
+                cache.resetTimer();
+                long c0 = cpu == null ? 0 : cpu.nanos();
+                long w0 = System.nanoTime();
+                t.forward(state, List.of(new Transformer.Chunk(cache, input, 0, k, k > 1)));
+                long c1 = cpu == null ? 0 : cpu.nanos();
+                long w1 = System.nanoTime();
+                cache.truncate(base);
+                long w2 = System.nanoTime();
+                if (sums != null) {
+                    sums[ki][0] += c1 - c0;
+                    sums[ki][1] += timed.matmulCpuNanos;
+                    sums[ki][2] += cache.attendCpuNanos();
+                    sums[ki][3] += w2 - w1;
+                    sums[ki][4] += w1 - w0;
+                }
+            }
         }
     }
 }
