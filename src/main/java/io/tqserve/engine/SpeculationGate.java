@@ -88,8 +88,12 @@ final class SpeculationGate {
     static final class StepCost {
         /** Weight of a new observation in the running means. */
         static final double ALPHA = 0.1;
+        /** Passes after which a draft length's own mean cost gives way to the per-row estimate. */
+        static final int STALE_PASSES = 256;
         private double[] plain = new double[17]; // nanos of a step of s sequences without drafts, 0 = not seen
         private final double[] single = new double[Sequence.MAX_DRAFT + 1]; // one-sequence pass by draft rows
+        private final long[] singleAt = new long[Sequence.MAX_DRAFT + 1]; // passes observed when single[d] was
+        private long passes;                     // every pass observed, plain or verifying
         private double perRow = -1;              // nanos per extra draft row, -1 = not seen
         private double pinned = -1;              // a fixed row cost in tokens, -1 = measured
 
@@ -106,6 +110,7 @@ final class SpeculationGate {
             if (sequences <= 0 || nanos <= 0) {
                 return;
             }
+            passes++;
             if (sequences >= plain.length) {
                 plain = java.util.Arrays.copyOf(plain, Math.max(sequences + 1, 2 * plain.length));
             }
@@ -115,6 +120,7 @@ final class SpeculationGate {
             }
             if (sequences == 1 && draftRows < single.length) {
                 single[draftRows] = mean(single[draftRows], nanos);
+                singleAt[draftRows] = passes;
             }
             double base = plain[sequences];
             if (base == 0) {
@@ -147,7 +153,12 @@ final class SpeculationGate {
         /**
          * What a pass with d draft rows of one sequence costs in a step of {@code sequences} sequences, in that
          * sequence's share of a plain step: on a one-sequence step the measured passes of that draft length over the
-         * plain step, where both were timed; otherwise {@code 1 + d · }{@link #rowCostInTokens}.
+         * plain step, where both were timed and that length was timed within the last {@link #STALE_PASSES} passes;
+         * otherwise {@code 1 + d · }{@link #rowCostInTokens}. A length's own mean goes stale because a length the
+         * gate stops choosing is never timed again: passes timed while the JIT still compiled the verifying path
+         * (a server's first requests) cost several plain steps, and kept as the length's cost they would hold that
+         * length off for good; the per-row cost, which every verifying pass (the one-token probes too) updates,
+         * stands in until the length is tried again.
          */
         PassCost passCost(int sequences) {
             double row = rowCostInTokens(sequences);
@@ -155,7 +166,8 @@ final class SpeculationGate {
                 return PassCost.linear(row);
             }
             double base = plain[1];
-            return d -> d < single.length && single[d] > 0 ? single[d] / base : 1 + d * row;
+            return d -> d < single.length && single[d] > 0 && passes - singleAt[d] <= STALE_PASSES
+                    ? single[d] / base : 1 + d * row;
         }
     }
 

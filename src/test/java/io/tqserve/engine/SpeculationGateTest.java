@@ -147,4 +147,22 @@ class SpeculationGateTest {
         assertEquals(SpeculationGate.Acceptance.MAX_PROBE, none.probeEvery(d -> 1 + 0.01 * d),
                 "a cheap row keeps the doubling interval of failed probes");
     }
+
+    @Test
+    void aDraftLengthTimedOnlyWhileColdGivesWayToThePerRowCost() {
+        SpeculationGate.StepCost cost = new SpeculationGate.StepCost();
+        cost.observe(1, 0, 10_000_000);   // a plain step: 10 ms
+        cost.observe(1, 4, 300_000_000);  // a 4-row draft timed while the JIT compiled: 30 plain steps
+        assertEquals(30.0, cost.passCost(1).of(4), 1e-9, "a fresh mean of that length is its cost");
+        for (int i = 0; i < 300; i++) {   // then plain steps and one-token probes at 1.3 plain steps
+            cost.observe(1, 0, 10_000_000);
+            if (i % 4 == 0) {
+                cost.observe(1, 1, 13_000_000);
+            }
+        }
+        double row = cost.rowCostInTokens(1);
+        assertTrue(row < 1.0, "the per-row cost recovered with the probes: " + row);
+        assertEquals(1 + 4 * row, cost.passCost(1).of(4), 1e-9, "the stale 4-row mean no longer holds drafts off");
+        assertEquals(1.3, cost.passCost(1).of(1), 1e-9, "the probes keep the one-row length's own mean fresh");
+    }
 }
