@@ -80,16 +80,14 @@ final class SpeculationGate {
 
     /**
      * What a step costs, measured on the lane's thread by {@link #now()} (its CPU time: a step the scheduler
-     * delays on a shared machine is not charged the wait): exponentially weighted means ({@link #step}) of the time of steps without
+     * delays on a shared machine is not charged the wait): exponentially weighted means of the time of steps without
      * drafts, per number of sequences in the step, of one-sequence verification passes per draft length, and of the
      * extra time per draft row of verification passes (their time minus the plain step's of the same number of
      * sequences, over their draft rows). One per lane; only the lane's thread touches it.
      */
     static final class StepCost {
-        /** Weight of a new observation above a running mean. */
+        /** Weight of a new observation in the running means. */
         static final double ALPHA = 0.1;
-        /** Weight of a new observation below a running mean. */
-        static final double DOWN = 0.5;
         /** Passes after which a draft length's own mean cost gives way to the per-row estimate. */
         static final int STALE_PASSES = 256;
         private double[] plain = new double[17]; // nanos of a step of s sequences without drafts, 0 = not seen
@@ -129,22 +127,11 @@ final class SpeculationGate {
                 return; // no plain step of this size yet to compare with
             }
             double extra = Math.max(0, (nanos - base) / draftRows);
-            perRow = perRow < 0 ? extra : step(perRow, extra);
+            perRow = perRow < 0 ? extra : perRow + ALPHA * (extra - perRow);
         }
 
         private static double mean(double old, double x) {
-            return old == 0 ? x : step(old, x);
-        }
-
-        /**
-         * A running mean's step towards x: a tenth of the way up ({@link #ALPHA}), half of the way down
-         * ({@link #DOWN}). A step's CPU time is its work plus whatever slowed it (compilation, a cold cache, a
-         * preempted hand-off): errors are upward, and a mean that falls slowly would keep the cost of the passes
-         * timed while the JIT still compiled them (a server's first requests, several plain steps each) long after
-         * the verifying path is compiled, holding drafts off and spacing the probes that would measure it again.
-         */
-        private static double step(double old, double x) {
-            return old + (x < old ? DOWN : ALPHA) * (x - old);
+            return old == 0 ? x : old + ALPHA * (x - old);
         }
 
         /**
