@@ -37,6 +37,32 @@ public abstract class AbstractKvCache extends AbstractSequenceKv implements KvCa
         return layout;
     }
 
+    /** Most rows one attention task of a multi-row pass serves (bounds a task's scratch by its rows). */
+    protected static final int ROWS_PER_TASK = 16;
+
+    /** What a task of {@link #rowTasks} attends: rows [r0, r0 + count) of the pass for one KV head. */
+    @FunctionalInterface
+    protected interface RowsOfKvHead {
+        void attend(int kvHead, int r0, int count);
+    }
+
+    /**
+     * The rows of a multi-row pass (a verification pass's draft, a prompt's continuation) as tasks per KV head and
+     * part of the rows: at most {@link #ROWS_PER_TASK} rows a task, in enough parts to give every backend thread a
+     * task. The cost estimate is the positions a task's rows attend.
+     */
+    protected final AttentionTasks rowTasks(int rows, RowsOfKvHead body) {
+        int kvHeads = shape.numKvHeads();
+        int parts = Math.min(rows, Math.max((rows + ROWS_PER_TASK - 1) / ROWS_PER_TASK,
+                (backend.threads() + kvHeads - 1) / kvHeads));
+        return new AttentionTasks(parts * kvHeads, (long) (length() + rows) * ((rows + parts - 1) / parts), task -> {
+            int part = task / kvHeads;
+            int r0 = (int) ((long) rows * part / parts);
+            int r1 = (int) ((long) rows * (part + 1) / parts);
+            body.attend(task % kvHeads, r0, r1 - r0);
+        });
+    }
+
     @Override
     public final void attend(int layer, int rowOffset, int rows, float[] q, float[] k, float[] v, float[] out) {
         AttentionTasks tasks = stage(layer, rowOffset, rows, q, k, v, out);

@@ -20,8 +20,6 @@ import java.util.List;
 public final class Bf16KvCache extends AbstractKvCache {
     /** Tokens per allocation chunk. */
     public static final int CHUNK = 256;
-    /** Most rows one attention task of a multi-row pass serves (bounds its scratch to 16 · group · context floats). */
-    static final int ROWS_PER_TASK = 16;
 
     private final Arena arena = Arena.ofShared();
     private final List<MemorySegment> chunks = new ArrayList<>(); // each (layers, 2, numKvHeads, CHUNK, headDim) bf16
@@ -126,15 +124,8 @@ public final class Bf16KvCache extends AbstractKvCache {
             return new AttentionTasks(shape.numHeads(), length + 1,
                     task -> attendHead(keys, values, rowOffset, 0, task, q, out));
         }
-        int parts = Math.min(rows, Math.max((rows + ROWS_PER_TASK - 1) / ROWS_PER_TASK,
-                (backend.threads() + kvHeads - 1) / kvHeads));
-        return new AttentionTasks(parts * kvHeads, (long) (length + rows) * ((rows + parts - 1) / parts), task -> {
-            int part = task / kvHeads;
-            int r0 = (int) ((long) rows * part / parts);
-            int r1 = (int) ((long) rows * (part + 1) / parts);
-            Bf16Rows.attend(kernels, shape, keys, values, task % kvHeads, rowOffset, r0, r1 - r0, length + r0 + 1,
-                    scale, q, out);
-        });
+        return rowTasks(rows, (g, r0, count) -> Bf16Rows.attend(kernels, shape, keys, values, g, rowOffset, r0, count,
+                length + r0 + 1, scale, q, out));
     }
 
     /** Attention of row r (position length()+r) for query head h, one call per cached token and row. */

@@ -23,8 +23,6 @@ public final class TurboQuantKvCache extends ChunkedKvCache {
     static final int BLOCKS = CHUNK / TurboBlockLayout.TOKENS;
     /** Below this many new entries per layer, store runs on the caller's thread. */
     private static final int PARALLEL_STORE_ENTRIES = 64;
-    /** Most rows one fused attention task serves (bounds its score scratch to 16 · group · context floats). */
-    static final int ROWS_PER_TASK = 16;
 
     private final TurboBlockLayout blocks; // chunks are (layers, numKvHeads, BLOCKS, block bytes)
     private final AttentionPath path;
@@ -171,13 +169,7 @@ public final class TurboQuantKvCache extends ChunkedKvCache {
             return new AttentionTasks(rows * kvHeads, length + rows, task -> attention.attend(path, layer,
                     task % kvHeads, rowOffset, task / kvHeads, length + task / kvHeads + 1, q, out));
         }
-        int parts = Math.min(rows, Math.max((rows + ROWS_PER_TASK - 1) / ROWS_PER_TASK,
-                (backend.threads() + kvHeads - 1) / kvHeads));
-        return new AttentionTasks(parts * kvHeads, (long) (length + rows) * ((rows + parts - 1) / parts), task -> {
-            int part = task / kvHeads;
-            int r0 = (int) ((long) rows * part / parts);
-            int r1 = (int) ((long) rows * (part + 1) / parts);
-            attention.attendRows(layer, task % kvHeads, rowOffset, r0, r1 - r0, length + r0 + 1, q, out);
-        });
+        return rowTasks(rows, (g, r0, count) -> attention.attendRows(layer, g, rowOffset, r0, count, length + r0 + 1,
+                q, out));
     }
 }
