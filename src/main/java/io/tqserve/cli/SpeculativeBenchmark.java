@@ -8,9 +8,11 @@ import io.tqserve.engine.Lane;
 import io.tqserve.engine.PromptLookup;
 import io.tqserve.engine.SamplingParams;
 import io.tqserve.engine.SerialTurboLane;
+import io.tqserve.engine.Warmup;
 import io.tqserve.kv.KvScheme;
 import io.tqserve.model.Model;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -87,6 +89,9 @@ final class SpeculativeBenchmark {
                 Model model = Model.load(Path.of(a.get("--model", TqserveMain.DEFAULT_MODEL)), backend)) {
             System.err.printf("backend %s; %d tokens per request; %d rounds; lookup n=%d..%d, draft %d%n",
                     backend.describe(), tokens, rounds, lookup.minNgram(), lookup.maxNgram(), lookup.maxDraft());
+            // the server's startup warm-up (tqserve.backend.warmup), so the lanes' cost gates time compiled passes
+            Warmup.Report w = Warmup.run(model, List.of(scheme, KvScheme.BF16), Duration.ofSeconds(30));
+            System.err.printf("warm-up: %d rounds, %d ms%n", w.rounds(), w.millis());
             System.out.println("| workload | lane | repeats | decode tok/s off | decode tok/s on | on/off | on/off CPU"
                     + " | acceptance | tokens/pass | identical |");
             System.out.println("|---|---|---|---|---|---|---|---|---|---|");

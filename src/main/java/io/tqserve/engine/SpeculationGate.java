@@ -22,6 +22,8 @@ package io.tqserve.engine;
  * {@link Acceptance#MAX_COST_PROBE}), which keeps their cost near 1% of the decode time where an extra row is dear
  * (a Zen 4 core decoding the embedded model from memory: a 2-row pass cost 2.2 plain steps, and probes every four
  * steps made decoding 3-9% slower with speculation on than off) and leaves them every four steps where it is cheap.
+ * Where no draft would pay even with every token accepted, probes come at that cap whatever they return: the
+ * acceptance they measure cannot change the answer, only a new timing of the pass can.
  */
 final class SpeculationGate {
     /** How much more a draft must return per unit of time than a plain step before it is proposed. */
@@ -80,21 +82,26 @@ final class SpeculationGate {
 
     /**
      * What a step costs, measured on the lane's thread by {@link #now()} (its CPU time: a step the scheduler
-     * delays on a shared machine is not charged the wait): exponentially weighted means of the time of steps without
-     * drafts, per number of sequences in the step, of one-sequence verification passes per draft length, and of the
-     * extra time per draft row of verification passes (their time minus the plain step's of the same number of
-     * sequences, over their draft rows). One per lane; only the lane's thread touches it.
+     * delays on a shared machine is not charged the wait): the recent times of steps without drafts, per number of
+     * sequences in the step, of one-sequence verification passes per draft length, and the extra time per draft row
+     * of verification passes (their time minus the plain step's of the same number of sequences, over their draft
+     * rows). Each is the lower median of its last {@link #WINDOW} observations ({@link Window}): a pass timed while
+     * the JIT still compiles its path costs several times a warm one, and as the start of a running mean it held
+     * the estimate off for dozens of observations (on the embedded model a first one-token pass timed at 3.9 plain
+     * steps kept a whole workload's probes 128 steps apart, and plain steps timed cold made a one-token pass look
+     * like half a plain step); the median drops such an outlier at the second observation and follows a real
+     * change within half a window. One per lane; only the lane's thread touches it.
      */
     static final class StepCost {
-        /** Weight of a new observation in the running means. */
-        static final double ALPHA = 0.1;
-        /** Passes after which a draft length's own mean cost gives way to the per-row estimate. */
+        /** Observations each estimate is the lower median of. */
+        static final int WINDOW = 8;
+        /** Passes after which a draft length's own cost gives way to the per-row estimate. */
         static final int STALE_PASSES = 256;
-        private double[] plain = new double[17]; // nanos of a step of s sequences without drafts, 0 = not seen
-        private final double[] single = new double[Sequence.MAX_DRAFT + 1]; // one-sequence pass by draft rows
+        private Window[] plain = new Window[17]; // a step of s sequences without drafts, null = not seen
+        private final Window[] single = new Window[Sequence.MAX_DRAFT + 1]; // one-sequence pass by draft rows
         private final long[] singleAt = new long[Sequence.MAX_DRAFT + 1]; // passes observed when single[d] was
+        private final Window perRow = new Window();  // nanos per extra draft row
         private long passes;                     // every pass observed, plain or verifying
-        private double perRow = -1;              // nanos per extra draft row, -1 = not seen
         private double pinned = -1;              // a fixed row cost in tokens, -1 = measured
 
         /**
@@ -115,23 +122,30 @@ final class SpeculationGate {
                 plain = java.util.Arrays.copyOf(plain, Math.max(sequences + 1, 2 * plain.length));
             }
             if (draftRows == 0) {
-                plain[sequences] = mean(plain[sequences], nanos);
+                window(plain, sequences).add(nanos);
                 return;
             }
             if (sequences == 1 && draftRows < single.length) {
-                single[draftRows] = mean(single[draftRows], nanos);
+                window(single, draftRows).add(nanos);
                 singleAt[draftRows] = passes;
             }
-            double base = plain[sequences];
+            double base = plainNanos(sequences);
             if (base == 0) {
                 return; // no plain step of this size yet to compare with
             }
-            double extra = Math.max(0, (nanos - base) / draftRows);
-            perRow = perRow < 0 ? extra : perRow + ALPHA * (extra - perRow);
+            perRow.add(Math.max(0, (nanos - base) / draftRows));
         }
 
-        private static double mean(double old, double x) {
-            return old == 0 ? x : old + ALPHA * (x - old);
+        private static Window window(Window[] windows, int i) {
+            if (windows[i] == null) {
+                windows[i] = new Window();
+            }
+            return windows[i];
+        }
+
+        /** The estimated nanos of a plain step of {@code sequences} sequences, 0 when none was seen. */
+        private double plainNanos(int sequences) {
+            return sequences < plain.length && plain[sequences] != null ? plain[sequences].estimate() : 0;
         }
 
         /**
@@ -143,18 +157,18 @@ final class SpeculationGate {
                 return pinned;
             }
             int s = Math.max(1, sequences);
-            double base = s < plain.length ? plain[s] : 0;
-            if (perRow < 0 || base == 0) {
+            double base = plainNanos(s);
+            if (perRow.isEmpty() || base == 0) {
                 return PRIOR_ROW_COST;
             }
-            return perRow / (base / s);
+            return perRow.estimate() / (base / s);
         }
 
         /**
          * What a pass with d draft rows of one sequence costs in a step of {@code sequences} sequences, in that
          * sequence's share of a plain step: on a one-sequence step the measured passes of that draft length over the
          * plain step, where both were timed and that length was timed within the last {@link #STALE_PASSES} passes;
-         * otherwise {@code 1 + d · }{@link #rowCostInTokens}. A length's own mean goes stale because a length the
+         * otherwise {@code 1 + d · }{@link #rowCostInTokens}. A length's own estimate goes stale because a length the
          * gate stops choosing is never timed again: passes timed while the JIT still compiled the verifying path
          * (a server's first requests) cost several plain steps, and kept as the length's cost they would hold that
          * length off for good; the per-row cost, which every verifying pass (the one-token probes too) updates,
@@ -162,12 +176,43 @@ final class SpeculationGate {
          */
         PassCost passCost(int sequences) {
             double row = rowCostInTokens(sequences);
-            if (pinned >= 0 || sequences > 1 || plain[1] == 0) {
+            double base = plainNanos(1);
+            if (pinned >= 0 || sequences > 1 || base == 0) {
                 return PassCost.linear(row);
             }
-            double base = plain[1];
-            return d -> d < single.length && single[d] > 0 && passes - singleAt[d] <= STALE_PASSES
-                    ? single[d] / base : 1 + d * row;
+            return d -> d < single.length && single[d] != null && passes - singleAt[d] <= STALE_PASSES
+                    ? single[d].estimate() / base : 1 + d * row;
+        }
+    }
+
+    /**
+     * The last {@link StepCost#WINDOW} observations of one cost and their lower median (of an even count, the lower
+     * of the two middle values: of two observations, the smaller), so one outlier among them never sets the
+     * estimate. Only the lane's thread touches it.
+     */
+    static final class Window {
+        private final double[] last = new double[StepCost.WINDOW];
+        private final double[] sorted = new double[StepCost.WINDOW];
+        private int count;
+        private int next;
+        private double estimate;
+
+        void add(double x) {
+            last[next] = x;
+            next = (next + 1) % last.length;
+            count = Math.min(count + 1, last.length);
+            System.arraycopy(last, 0, sorted, 0, count);
+            java.util.Arrays.sort(sorted, 0, count);
+            estimate = sorted[(count - 1) / 2];
+        }
+
+        boolean isEmpty() {
+            return count == 0;
+        }
+
+        /** The lower median of the observations held; 0 when there are none. */
+        double estimate() {
+            return estimate;
         }
     }
 
@@ -209,7 +254,7 @@ final class SpeculationGate {
             if (k > 0) {
                 return k;
             }
-            if (limit > 0 && ++sinceDraft >= probeEvery(cost)) {
+            if (limit > 0 && ++sinceDraft >= probeEvery(cost, limit)) {
                 return 1;
             }
             return 0;
@@ -218,9 +263,18 @@ final class SpeculationGate {
         /**
          * Steps without a draft before the next probe: the doubling interval of failed probes, or more where a
          * one-token pass is expected to lose more than {@link #PROBE_SHARE} of that many steps
-         * ({@code C(1)} against the {@code 1 + p} tokens it returns), up to {@link #MAX_COST_PROBE}.
+         * ({@code C(1)} against the {@code 1 + p} tokens it returns), up to {@link #MAX_COST_PROBE}; and
+         * {@link #MAX_COST_PROBE} where no draft of up to {@code limit} tokens would pay even if every token were
+         * accepted. A probe is there to learn the acceptance, and at such costs no acceptance makes drafting pay:
+         * it can only time a pass again (a cost measured high once is measured again). Probes accepted at a cost
+         * near a plain step's per token would otherwise come every four steps, each expected to about break even,
+         * and on the embedded model (a one-token pass at 1.9 plain steps, its tokens accepted) they made the serial
+         * lane 5-9% slower with speculation on than off.
          */
-        int probeEvery(PassCost cost) {
+        int probeEvery(PassCost cost, int limit) {
+            if (worthDrafting(1.0, cost, limit) == 0) {
+                return MAX_COST_PROBE;
+            }
             double loss = cost.of(1) - 1 - p();
             if (!(loss > 0)) {
                 return probeEvery;

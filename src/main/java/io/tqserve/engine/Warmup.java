@@ -15,12 +15,16 @@ import java.util.function.BooleanSupplier;
  * Runs the code paths a request takes, on throwaway caches, before the server reports ready: the first request after
  * a start otherwise runs interpreted Vector API code (docs/configuration.md, {@code tqserve.backend.warmup}, has the
  * cost). Per round and KV scheme: a prefill (the matrix kernels),
- * decode steps (the matrix-vector kernels, attention over the stored cache), a truncation and a prefill continuing
- * the kept prefix (prefix reuse), and a two-sequence step (the batched lane's multi-chunk forward). Rounds repeat
+ * decode steps (the matrix-vector kernels, attention over the stored cache), verification passes of prompt-lookup
+ * speculation (the last token and {@link #DRAFTS} draft tokens with logits for every row, then the draft dropped:
+ * the multi-row decode kernels and the cache's rollback), a truncation and a prefill continuing the kept prefix
+ * (prefix reuse), and a two-sequence step (the batched lane's multi-chunk forward). Rounds repeat
  * until one is no faster than the best before it (after at least three: the JIT has compiled these paths; in an
  * already warm JVM that is three quick rounds) or the time budget is spent. The first round always runs, so a large
  * model costs at least one round (per scheme two prefills of 24 and 12 tokens, one of 8 continuing a kept prefix, 12
- * decode steps). Nothing is kept: every cache is closed, no lane, metric or prompt cache is touched. Runs on the
+ * decode steps, verification passes of 2, 3 and 5 rows). Without the verification passes a server's first drafts ran
+ * cold, at up to 24 plain steps for a one-token draft on the embedded model, and the lane's cost gate, which times
+ * them, held drafting off until it timed them again. Nothing is kept: every cache is closed, no lane, metric or prompt cache is touched. Runs on the
  * calling thread (the model loader) and the backend's kernel pool.
  */
 public final class Warmup {
@@ -28,6 +32,8 @@ public final class Warmup {
     static final int DECODE = 6;
     static final int KEEP = 16;
     static final int CONTINUE = 8;
+    /** Draft lengths of the verification passes per round (one pass each). */
+    static final int[] DRAFTS = {1, 2, 4};
     /** Rounds before the warm-up may stop early because a round was not faster than the best before it. */
     static final int MIN_ROUNDS = 3;
 
@@ -74,7 +80,7 @@ public final class Warmup {
     }
 
     private static int round(Transformer t, ForwardState state, KvScheme scheme, int vocab, int round) {
-        int maxTokens = PREFILL + DECODE + CONTINUE + DECODE + 2;
+        int maxTokens = PREFILL + DECODE + CONTINUE + DECODE + 2 + java.util.Arrays.stream(DRAFTS).max().orElse(0) + 1;
         int forwards = 0;
         List<KvCache> caches = new ArrayList<>(2);
         try {
@@ -89,6 +95,14 @@ public final class Warmup {
             for (int i = 0; i < DECODE; i++) {
                 t.forward(state, List.of(Transformer.Chunk.of(a, tokens(1, vocab, round + i + 1))));
                 forwards++;
+            }
+            for (int d : t.runsOnDevice(a) ? new int[0] : DRAFTS) { // a verification pass (CPU caches: a device
+                // step samples on the device and never drafts), its draft then rejected: the cache drops it
+                int kept = a.length();
+                int[] in = tokens(1 + d, vocab, round + 23 + d);
+                t.forward(state, List.of(new Transformer.Chunk(a, in, 0, in.length, true)));
+                forwards++;
+                a.truncate(kept + 1);
             }
             a.truncate(KEEP); // prefix reuse: continue a kept (possibly quantized) prefix with a multi-token prefill
             t.forward(state, List.of(Transformer.Chunk.of(a, tokens(CONTINUE, vocab, round + 7))));

@@ -35,8 +35,8 @@ class SpeculationGateTest {
         SpeculationGate.PassCost c = cost.passCost(1);
         assertEquals(1.69, c.of(2), 1e-12);
         assertEquals(1.74, c.of(3), 1e-12, "measured at its own length");
-        double row = cost.rowCostInTokens(1); // (6.9 ms / 2, then a tenth of the way to 7.4 ms / 3)
-        assertEquals(0.345 + 0.1 * (7.4 / 3 / 10 - 0.345), row, 1e-12);
+        double row = cost.rowCostInTokens(1); // the lower median of 6.9 ms / 2 and 7.4 ms / 3, over 10 ms
+        assertEquals(7.4 / 3 / 10, row, 1e-12);
         assertEquals(1 + 5 * row, c.of(5), 1e-12, "a length not timed yet: the linear estimate");
         assertEquals(1 + 3 * cost.rowCostInTokens(4), cost.passCost(4).of(3), 1e-12, "several sequences: linear");
     }
@@ -51,20 +51,47 @@ class SpeculationGateTest {
         assertEquals(SpeculationGate.PRIOR_ROW_COST, cost.rowCostInTokens(1), "no verification pass timed yet");
         cost.observe(1, 4, 14_000_000); // 1 ms per draft row against 10 ms per token
         assertEquals(0.1, cost.rowCostInTokens(1), 1e-12);
-        cost.observe(1, 2, 30_000_000); // 10 ms per row: the mean moves a tenth of the way
-        assertEquals(0.19, cost.rowCostInTokens(1), 1e-12);
-        // a batched step: 8 sequences in 16 ms (2 ms per token), verification rows 1.9 ms each
+        cost.observe(1, 2, 30_000_000); // 10 ms per row once: of two, the smaller holds
+        assertEquals(0.1, cost.rowCostInTokens(1), 1e-12);
+        cost.observe(1, 2, 18_000_000); // 4 ms per row: the median of 1, 10 and 4
+        assertEquals(0.4, cost.rowCostInTokens(1), 1e-12);
+        // a batched step: 8 sequences in 16 ms (2 ms per token), verification rows 4 ms each
         cost.observe(8, 0, 16_000_000);
-        assertEquals(1.9 / 2.0, cost.rowCostInTokens(8), 1e-12);
+        assertEquals(4.0 / 2.0, cost.rowCostInTokens(8), 1e-12);
         cost.observe(40, 0, 40_000_000); // more sequences than the table held: it grows
-        assertEquals(1.9, cost.rowCostInTokens(40), 1e-12);
+        assertEquals(4.0, cost.rowCostInTokens(40), 1e-12);
         assertEquals(SpeculationGate.PRIOR_ROW_COST, cost.rowCostInTokens(3), "a step size not seen yet");
         cost.observe(1, 3, 5_000_000); // faster than the plain step (noise): no negative cost
-        assertEquals(0.9 * 1.9, cost.rowCostInTokens(40), 1e-12);
+        cost.observe(1, 3, 5_000_000); // the lower median of 0, 0, 1, 4, 10
+        assertEquals(1.0, cost.rowCostInTokens(40), 1e-12);
+        for (int i = 0; i < SpeculationGate.StepCost.WINDOW; i++) {
+            cost.observe(1, 1, 16_000_000); // a window of 6 ms rows replaces every older one
+        }
+        assertEquals(0.6, cost.rowCostInTokens(1), 1e-12);
         cost.pin(0.25); // a pinned cost holds for every step size, whatever is observed after it
         cost.observe(1, 4, 1_000_000_000);
         assertEquals(0.25, cost.rowCostInTokens(1), 1e-12);
         assertEquals(0.25, cost.rowCostInTokens(40), 1e-12);
+    }
+
+    @Test
+    void aPassOrAPlainStepTimedColdIsDroppedAtTheNextObservation() {
+        // the bench's first lane on the embedded model: the first plain steps and the first one-token pass run
+        // while the JIT compiles them, at several times their warm cost
+        SpeculationGate.StepCost cost = new SpeculationGate.StepCost();
+        cost.observe(1, 0, 40_000_000);
+        cost.observe(1, 1, 80_000_000);
+        assertEquals(2.0, cost.passCost(1).of(1), 1e-12, "both cold: their ratio");
+        cost.observe(1, 0, 2_000_000);
+        assertEquals(40.0, cost.passCost(1).of(1), 1e-12, "a warm plain step replaces the cold one at once");
+        cost.observe(1, 1, 3_800_000);
+        assertEquals(1.9, cost.passCost(1).of(1), 1e-12, "and a warm pass the cold pass");
+        for (int i = 0; i < 3; i++) {
+            cost.observe(1, 0, 2_000_000);
+        }
+        cost.observe(1, 0, 30_000_000); // one slow plain step (a collection, a page fault) among warm ones
+        assertEquals(1.9, cost.passCost(1).of(1), 1e-12, "does not move the estimate");
+        assertEquals(0.9, cost.rowCostInTokens(1), 1e-12, "the row: (3.8 - 2) ms over 2 ms, the cold one dropped");
     }
 
     @Test
@@ -118,8 +145,9 @@ class SpeculationGateTest {
     void probesThatLoseAreSpacedByWhatTheyLose() {
         // a 2-row pass costs 2.2 plain steps (a Zen 4 core, the embedded model from memory) and p is about 0.77:
         // each probe loses 2.2 - (1 + p) steps, so they come at least (1.2 - p) / 1% steps apart
+        // (further rows cost 0.6 each: at full acceptance an 8-token draft would pay, 9 tokens for 6.4 steps)
         SpeculationGate.Acceptance a = new SpeculationGate.Acceptance();
-        SpeculationGate.PassCost cost = d -> 1 + 1.2 * d;
+        SpeculationGate.PassCost cost = d -> 2.2 + 0.6 * (d - 1);
         int probes = 0;
         double lost = 0;
         int last = -1;
@@ -143,9 +171,35 @@ class SpeculationGateTest {
         for (int i = 0; i < 50; i++) {
             none.outcome(0, 1);
         }
-        assertEquals(SpeculationGate.Acceptance.MAX_COST_PROBE, none.probeEvery(d -> 1 + 3.0 * d));
-        assertEquals(SpeculationGate.Acceptance.MAX_PROBE, none.probeEvery(d -> 1 + 0.01 * d),
+        assertEquals(SpeculationGate.Acceptance.MAX_COST_PROBE, none.probeEvery(d -> 1.8 + 3.0 * d, 8));
+        assertEquals(SpeculationGate.Acceptance.MAX_PROBE, none.probeEvery(d -> 1 + 0.01 * d, 8),
                 "a cheap row keeps the doubling interval of failed probes");
+    }
+
+    @Test
+    void whereNoAcceptanceWouldPayProbesComeAtTheCapEvenWhenAccepted() {
+        // the embedded model's serial lane: a one-token pass costs 1.9 plain steps and each further row 0.9, so
+        // even a draft of 8 tokens all accepted returns 9 tokens for 8.2 steps, under the margin; a probe whose
+        // token is accepted returns 2 tokens for 1.9 and would come every four steps, each about breaking even
+        SpeculationGate.PassCost cost = d -> 1 + 0.9 * d;
+        assertEquals(0, SpeculationGate.worthDrafting(1.0, cost, 8));
+        SpeculationGate.Acceptance a = new SpeculationGate.Acceptance();
+        int probes = 0;
+        int last = -1;
+        for (int step = 0; step < 1000; step++) {
+            if (a.draftLength(cost, 8) > 0) {
+                assertEquals(SpeculationGate.Acceptance.MAX_COST_PROBE, step - last, "probe spacing");
+                last = step;
+                probes++;
+                a.outcome(1, 1);
+            }
+        }
+        assertEquals(1000 / SpeculationGate.Acceptance.MAX_COST_PROBE, probes);
+        assertTrue(a.p() > 0.9, "p = " + a.p());
+        // where a longer draft would pay at full acceptance, the same accepted probes come every four steps
+        SpeculationGate.PassCost cheapRows = d -> 1.9 + 0.3 * (d - 1);
+        assertTrue(SpeculationGate.worthDrafting(1.0, cheapRows, 8) > 0);
+        assertEquals(SpeculationGate.Acceptance.MIN_PROBE, a.probeEvery(cheapRows, 8));
     }
 
     @Test

@@ -69,9 +69,11 @@ class WarmupTest {
         int[] bf16Before = greedy(KvScheme.BF16, 12);
         int[] turboBefore = greedy(KvScheme.TURBO_DEFAULT, 12);
         Warmup.Report r = Warmup.run(model, schemes, Duration.ofSeconds(60));
-        // per scheme and round: prefill, 6 decode steps, continued prefill, second prefill, 6 two-sequence steps
+        // per scheme and round: prefill, 6 decode steps, 3 verification passes, continued prefill, second prefill,
+        // 6 two-sequence steps
         assertThat(r.rounds()).isGreaterThanOrEqualTo(Warmup.MIN_ROUNDS);
-        assertThat(r.forwards()).isEqualTo(r.rounds() * schemes.size() * (1 + Warmup.DECODE + 1 + 1 + Warmup.DECODE));
+        assertThat(r.forwards()).isEqualTo(r.rounds() * schemes.size()
+                * (1 + Warmup.DECODE + Warmup.DRAFTS.length + 1 + 1 + Warmup.DECODE));
         assertThat(Arrays.toString(greedy(KvScheme.BF16, 12))).isEqualTo(Arrays.toString(bf16Before));
         assertThat(Arrays.toString(greedy(KvScheme.TURBO_DEFAULT, 12))).isEqualTo(Arrays.toString(turboBefore));
     }
@@ -86,6 +88,6 @@ class WarmupTest {
     void aSpentBudgetStopsAfterTheFirstRound() {
         Warmup.Report r = Warmup.run(model, List.of(KvScheme.BF16), Duration.ofNanos(1));
         assertThat(r.rounds()).isEqualTo(1);
-        assertThat(r.forwards()).isEqualTo(1 + Warmup.DECODE + 1 + 1 + Warmup.DECODE);
+        assertThat(r.forwards()).isEqualTo(1 + Warmup.DECODE + Warmup.DRAFTS.length + 1 + 1 + Warmup.DECODE);
     }
 }
