@@ -39,9 +39,37 @@ final class SpeculationGate {
     interface PassCost {
         double of(int draftRows);
 
+        /**
+         * Whether the lane has gone {@link StepCost#RETIME_PASSES} passes without timing a verification pass: the
+         * next sequence that can draft then probes, whatever its own probe spacing, so costs measured high once
+         * (a pass timed while the JIT compiled it) are measured again even where every request is shorter than
+         * the spacing. False unless the lane says so.
+         */
+        default boolean wantsTiming() {
+            return false;
+        }
+
         /** Every draft row costs {@code rowCost} tokens. */
         static PassCost linear(double rowCost) {
             return d -> 1 + d * rowCost;
+        }
+
+        /** {@code cost}, with {@link #wantsTiming()} as given. */
+        static PassCost of(PassCost cost, boolean wantsTiming) {
+            if (!wantsTiming) {
+                return cost;
+            }
+            return new PassCost() {
+                @Override
+                public double of(int draftRows) {
+                    return cost.of(draftRows);
+                }
+
+                @Override
+                public boolean wantsTiming() {
+                    return true;
+                }
+            };
         }
     }
 
@@ -97,11 +125,14 @@ final class SpeculationGate {
         static final int WINDOW = 8;
         /** Passes after which a draft length's own cost gives way to the per-row estimate. */
         static final int STALE_PASSES = 256;
+        /** Passes without a timed verification pass after which the lane asks for one ({@link PassCost#wantsTiming}). */
+        static final int RETIME_PASSES = 128;
         private Window[] plain = new Window[17]; // a step of s sequences without drafts, null = not seen
         private final Window[] single = new Window[Sequence.MAX_DRAFT + 1]; // one-sequence pass by draft rows
         private final long[] singleAt = new long[Sequence.MAX_DRAFT + 1]; // passes observed when single[d] was
         private final Window perRow = new Window();  // nanos per extra draft row
         private long passes;                     // every pass observed, plain or verifying
+        private long verifiedAt;                 // passes observed when the last verifying pass was
         private double pinned = -1;              // a fixed row cost in tokens, -1 = measured
 
         /**
@@ -125,6 +156,7 @@ final class SpeculationGate {
                 window(plain, sequences).add(nanos);
                 return;
             }
+            verifiedAt = passes;
             if (sequences == 1 && draftRows < single.length) {
                 window(single, draftRows).add(nanos);
                 singleAt[draftRows] = passes;
@@ -168,7 +200,9 @@ final class SpeculationGate {
          * What a pass with d draft rows of one sequence costs in a step of {@code sequences} sequences, in that
          * sequence's share of a plain step: on a one-sequence step the measured passes of that draft length over the
          * plain step, where both were timed and that length was timed within the last {@link #STALE_PASSES} passes;
-         * otherwise {@code 1 + d · }{@link #rowCostInTokens}. A length's own estimate goes stale because a length the
+         * otherwise {@code 1 + d · }{@link #rowCostInTokens} (and the lower of the two while the length was timed
+         * only once: that timing may be the cold one, and a length held off is not timed again). A length's own
+         * estimate goes stale because a length the
          * gate stops choosing is never timed again: passes timed while the JIT still compiled the verifying path
          * (a server's first requests) cost several plain steps, and kept as the length's cost they would hold that
          * length off for good; the per-row cost, which every verifying pass (the one-token probes too) updates,
@@ -177,11 +211,18 @@ final class SpeculationGate {
         PassCost passCost(int sequences) {
             double row = rowCostInTokens(sequences);
             double base = plainNanos(1);
+            boolean retime = pinned < 0 && passes - verifiedAt >= RETIME_PASSES;
             if (pinned >= 0 || sequences > 1 || base == 0) {
-                return PassCost.linear(row);
+                return PassCost.of(PassCost.linear(row), retime);
             }
-            return d -> d < single.length && single[d] != null && passes - singleAt[d] <= STALE_PASSES
-                    ? single[d].estimate() / base : 1 + d * row;
+            return PassCost.of(d -> {
+                double linear = 1 + d * row;
+                if (d >= single.length || single[d] == null || passes - singleAt[d] > STALE_PASSES) {
+                    return linear;
+                }
+                double own = single[d].estimate() / base;
+                return single[d].count() >= 2 ? own : Math.min(own, linear); // one timing may be a cold one
+            }, retime);
         }
     }
 
@@ -208,6 +249,11 @@ final class SpeculationGate {
 
         boolean isEmpty() {
             return count == 0;
+        }
+
+        /** How many observations it holds (at most {@link StepCost#WINDOW}). */
+        int count() {
+            return count;
         }
 
         /** The lower median of the observations held; 0 when there are none. */
@@ -247,14 +293,15 @@ final class SpeculationGate {
 
         /**
          * The draft length to ask the lookup for at these pass costs, at most {@code limit}: the gate's length, or a
-         * one-token probe when the gate says no and the sequence has gone long enough without ({@link #probeEvery}).
+         * one-token probe when the gate says no and the sequence has gone long enough without ({@link #probeEvery})
+         * or the lane wants a pass timed ({@link PassCost#wantsTiming}).
          */
         int draftLength(PassCost cost, int limit) {
             int k = worthDrafting(p(), cost, limit);
             if (k > 0) {
                 return k;
             }
-            if (limit > 0 && ++sinceDraft >= probeEvery(cost, limit)) {
+            if (limit > 0 && (++sinceDraft >= probeEvery(cost, limit) || cost.wantsTiming())) {
                 return 1;
             }
             return 0;

@@ -32,6 +32,10 @@ class SpeculationGateTest {
         cost.observe(1, 0, 10_000_000);
         cost.observe(1, 2, 16_900_000);
         cost.observe(1, 3, 17_400_000);
+        assertEquals(1 + 2 * cost.rowCostInTokens(1), cost.passCost(1).of(2), 1e-12,
+                "timed once (perhaps cold): no more than the linear estimate");
+        cost.observe(1, 2, 16_900_000);
+        cost.observe(1, 3, 17_400_000);
         SpeculationGate.PassCost c = cost.passCost(1);
         assertEquals(1.69, c.of(2), 1e-12);
         assertEquals(1.74, c.of(3), 1e-12, "measured at its own length");
@@ -83,7 +87,7 @@ class SpeculationGateTest {
         cost.observe(1, 1, 80_000_000);
         assertEquals(2.0, cost.passCost(1).of(1), 1e-12, "both cold: their ratio");
         cost.observe(1, 0, 2_000_000);
-        assertEquals(40.0, cost.passCost(1).of(1), 1e-12, "a warm plain step replaces the cold one at once");
+        assertEquals(20.0, cost.rowCostInTokens(1), 1e-12, "a warm plain step replaces the cold one at once");
         cost.observe(1, 1, 3_800_000);
         assertEquals(1.9, cost.passCost(1).of(1), 1e-12, "and a warm pass the cold pass");
         for (int i = 0; i < 3; i++) {
@@ -218,5 +222,36 @@ class SpeculationGateTest {
         assertTrue(row < 1.0, "the per-row cost recovered with the probes: " + row);
         assertEquals(1 + 4 * row, cost.passCost(1).of(4), 1e-9, "the stale 4-row mean no longer holds drafts off");
         assertEquals(1.3, cost.passCost(1).of(1), 1e-9, "the probes keep the one-row length's own mean fresh");
+    }
+
+    @Test
+    void aLaneThatHasNotTimedAPassForAWhileAsksTheNextSequenceForAProbe() {
+        // the bench's first lane on the padded copy model: its first verification pass, timed cold, cost 5.6 plain
+        // steps; at that cost no draft pays and probes are 128 steps apart, more than a request of 96 tokens lasts
+        SpeculationGate.StepCost cost = new SpeculationGate.StepCost();
+        cost.observe(1, 0, 25_000_000);
+        cost.observe(1, 2, 140_000_000);
+        assertTrue(!cost.passCost(1).wantsTiming(), "a pass was just timed");
+        for (int i = 1; i < SpeculationGate.StepCost.RETIME_PASSES; i++) {
+            cost.observe(1, 0, 25_000_000);
+        }
+        assertTrue(!cost.passCost(1).wantsTiming(), (SpeculationGate.StepCost.RETIME_PASSES - 1) + " passes after it");
+        SpeculationGate.Acceptance fresh = new SpeculationGate.Acceptance();
+        assertEquals(0, fresh.draftLength(cost.passCost(1), 8), "a new sequence's first step: the gate says no");
+        cost.observe(1, 0, 25_000_000);
+        assertTrue(cost.passCost(1).wantsTiming());
+        assertTrue(cost.passCost(4).wantsTiming(), "a batched step too");
+        assertEquals(1, fresh.draftLength(cost.passCost(1), 8), "its next step probes");
+        assertEquals(0, fresh.draftLength(cost.passCost(1), 0), "not where it may not draft");
+        cost.observe(1, 1, 35_000_000); // the probe, warm: 1.4 plain steps
+        assertTrue(!cost.passCost(1).wantsTiming());
+        assertEquals(1.4, cost.passCost(1).of(1), 1e-12);
+        assertEquals(0.4, cost.rowCostInTokens(1), 1e-12, "the lower of 4.6 and 0.4");
+        SpeculationGate.StepCost pinned = new SpeculationGate.StepCost();
+        pinned.pin(0.5);
+        for (int i = 0; i < 2 * SpeculationGate.StepCost.RETIME_PASSES; i++) {
+            pinned.observe(1, 0, 25_000_000);
+        }
+        assertTrue(!pinned.passCost(1).wantsTiming(), "a pinned cost needs no timing");
     }
 }
