@@ -4,7 +4,10 @@ package io.tqserve.engine;
  * Prompt-lookup (n-gram) drafting, as vLLM's ngram speculator and transformers' {@code prompt_lookup_num_tokens}:
  * when the last n tokens of a sequence (prompt and output so far) occurred earlier in it, the tokens that followed
  * that earlier occurrence are proposed as the next ones. n goes from {@code maxNgram} down to {@code minNgram}; of
- * the occurrences of the longest matching n-gram, the most recent one wins. The lane verifies a draft in one
+ * the occurrences of the longest matching n-gram, the most recent one wins. Where fewer tokens follow it than the
+ * draft may hold (the occurrence is a few tokens back: the sequence repeats a short run, as a model in a loop or
+ * writing a list does), the draft goes on as an overlapping copy, repeating that run: vLLM's ngram speculator and
+ * transformers' stop at the history's end, so a loop of period P gets drafts of at most P tokens. The lane verifies a draft in one
  * forward pass and keeps only what sampling confirms, so a draft never changes the output, only how many passes
  * it takes.
  *
@@ -45,10 +48,14 @@ public record PromptLookup(int minNgram, int maxNgram, int maxDraft) {
             // candidate starts: the n-gram at [start, start+n) must end before the suffix starts to propose anything
             for (int start = suffix - 1; start >= 0; start--) {
                 if (matches(history, start, suffix, n)) {
+                    // the tokens after the occurrence, up to the history's end and on past it as an overlapping
+                    // copy does (LZ77's): where the occurrence is a period back, the period repeats
                     int from = start + n;
-                    int count = Math.min(want, length - from);
-                    System.arraycopy(history, from, draft, 0, count);
-                    return count;
+                    int period = length - from;
+                    for (int i = 0; i < want; i++) {
+                        draft[i] = i < period ? history[from + i] : draft[i - period];
+                    }
+                    return want;
                 }
             }
         }

@@ -31,7 +31,9 @@ class PromptLookupTest {
         PromptLookup l = new PromptLookup(2, 2, 8);
         int[] h = {5, 6, 7, 5, 6};
         assertArrayEquals(new int[] {7, 5}, propose(l, h, 2));
-        assertArrayEquals(new int[] {7, 5, 6}, propose(l, h, 10), "the copied run ends at the history's end");
+        assertArrayEquals(new int[] {7, 5, 6, 7, 5, 6, 7, 5}, propose(l, h, 10),
+                "past the history's end the run repeats (period 3), up to max-draft");
+        assertArrayEquals(new int[] {7, 5, 6, 7}, propose(l, h, 4));
         assertEquals(0, propose(l, new int[] {1, 2, 3, 4}, 8).length, "nothing recurs");
         assertEquals(0, propose(new PromptLookup(2, 2, 8), new int[] {3, 5, 3}, 8).length, "1-gram only: below min");
         assertEquals(0, propose(PromptLookup.OFF, h, 8).length);
@@ -39,7 +41,13 @@ class PromptLookupTest {
 
     @Test
     void repeatedRunsOverlapTheirSuffix() {
-        assertArrayEquals(new int[] {9}, propose(new PromptLookup(2, 2, 2), new int[] {9, 9, 9, 9}, 8), "the most recent occurrence, though it overlaps the suffix");
+        assertArrayEquals(new int[] {9, 9}, propose(new PromptLookup(2, 2, 2), new int[] {9, 9, 9, 9}, 8),
+                "the most recent occurrence, though it overlaps the suffix, and its run repeated");
+        // "a b c" loops with period 3: the 3-gram suffix recurs 3 back, one token follows it in the history
+        assertArrayEquals(new int[] {1, 2, 3, 1, 2, 3},
+                propose(new PromptLookup(2, 3, 6), new int[] {4, 1, 2, 3, 1, 2, 3, 1, 2, 3}, 6));
+        // a far occurrence is copied as it stands
+        assertArrayEquals(new int[] {5, 6, 7}, propose(new PromptLookup(2, 2, 3), new int[] {1, 2, 5, 6, 7, 8, 1, 2}, 8));
     }
 
     @Test
