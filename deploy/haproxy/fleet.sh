@@ -18,6 +18,7 @@
 #   FLEET_REPLICA_CMD   command that runs one replica; Spring arguments are appended [./tqserve]
 #   FLEET_REPLICA_ARGS  extra arguments for every replica, e.g. "--tqserve.model.path=/models/Qwen2.5-0.5B-Instruct"
 #   FLEET_READY_TIMEOUT seconds to wait for a replica to become ready [300]
+# HAProxy's runtime API listens on $FLEET_DIR/haproxy.sock (e.g. echo "show sess all" | socat stdio UNIX:...).
 # Replicas run with tqserve.api.queue-full-status=503 so that HAProxy (2.6 retries 503, not 429) sends a request
 # refused by a full queue to another replica.
 set -euo pipefail
@@ -76,10 +77,17 @@ await_ready() {
   log "replica $i ready"
 }
 
-# Writes $FLEET_DIR/haproxy.cfg: the shipped configuration plus one server line per "name address:port".
+# Writes $FLEET_DIR/haproxy.cfg: the shipped configuration plus one server line per "name address:port", and
+# HAProxy's admin socket $FLEET_DIR/haproxy.sock (runtime API: "show sess all", "show servers state") when that
+# path fits a Unix socket address.
 write_config() {
   mkdir -p "$FLEET_DIR"
-  { cat "$here/haproxy.cfg"; printf '    server %s %s\n' "$@"; } >"$FLEET_DIR/haproxy.cfg"
+  local sock="$FLEET_DIR/haproxy.sock"
+  {
+    cat "$here/haproxy.cfg"
+    printf '    server %s %s\n' "$@"
+    if [ "${#sock}" -le 100 ]; then printf 'global\n    stats socket "%s" mode 600 level admin\n' "$sock"; fi
+  } >"$FLEET_DIR/haproxy.cfg"
   haproxy -c -q -f "$FLEET_DIR/haproxy.cfg" || die "haproxy rejected $FLEET_DIR/haproxy.cfg"
 }
 

@@ -1,14 +1,21 @@
 package io.tqserve.deploy;
 
+import com.sun.management.HotSpotDiagnosticMXBean;
+import java.io.ByteArrayOutputStream;
 import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.lang.management.ManagementFactory;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.URI;
+import java.net.UnixDomainSocketAddress;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -17,6 +24,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 import java.util.jar.JarFile;
 
@@ -33,6 +41,7 @@ final class Fleet implements AutoCloseable {
     final int statsPort;
     final int basePort;
     final Map<String, String> env = new HashMap<>();
+    private final AtomicInteger diagnoses = new AtomicInteger();
     final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
             .connectTimeout(Duration.ofSeconds(10)).build();
 
@@ -141,6 +150,117 @@ final class Fleet implements AutoCloseable {
                 throw new IllegalStateException(server + " is " + seen + ", not " + status);
             }
             LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50));
+        }
+    }
+
+    /**
+     * What the fleet is doing, for a test that waited too long: writes under {@code dir/diagnostics-N-why/} the
+     * thread dump of every replica still running ({@code jcmd PID Thread.print}) and of this JVM (virtual threads
+     * included), HAProxy's statistics CSV and its sessions ({@code show sess all}), and each replica's metrics, and
+     * returns {@code what} followed by a summary: where the files are, HAProxy's view of each server, the replicas'
+     * lane and request metrics and their tqserve threads' stacks. Each replica's heap goes there too
+     * ({@code rN.hprof}, live objects): the state of a stalled stream's operators is read from it.
+     * Never throws: a part that cannot be had says why.
+     */
+    String diagnose(String why, String what) {
+        StringBuilder sb = new StringBuilder(what);
+        try {
+            Path out = dir.resolve("diagnostics-" + diagnoses.incrementAndGet() + "-" + why.replaceAll("[^\\w-]", "_"));
+            Files.createDirectories(out);
+            sb.append("\n--- diagnostics in ").append(out);
+            Files.writeString(out.resolve("what.txt"), what + "\n");
+            try {
+                threadDump(out.resolve("test-jvm-threads.txt"));
+            } catch (IOException | RuntimeException e) {
+                sb.append("\nthis JVM's threads: ").append(e);
+            }
+            try {
+                Files.writeString(out.resolve("haproxy-sessions.txt"), haproxyCommand("show sess all"));
+            } catch (IOException e) {
+                sb.append("\nhaproxy sessions: ").append(e);
+            }
+            try {
+                String csv = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + statsPort
+                        + "/stats;csv")).timeout(Duration.ofSeconds(10)).build(),
+                        HttpResponse.BodyHandlers.ofString()).body();
+                Files.writeString(out.resolve("haproxy-stats.csv"), csv);
+                for (String server : List.of("r1", "r2")) {
+                    Map<String, String> row = stats(server);
+                    sb.append("\nhaproxy ").append(server).append(": status ").append(row.get("status"))
+                            .append(", current sessions ").append(row.get("scur")).append(", queued ")
+                            .append(row.get("qcur")).append(", total ").append(row.get("stot")).append(", retries ")
+                            .append(row.get("wretr")).append(", redispatches ").append(row.get("wredis"));
+                }
+            } catch (Exception e) {
+                sb.append("\nhaproxy statistics: ").append(e);
+            }
+            for (int i = 1; i <= 2; i++) {
+                sb.append("\n--- replica r").append(i);
+                try {
+                    String metrics = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + replicaPort(i)
+                            + "/actuator/prometheus")).timeout(Duration.ofSeconds(10)).build(),
+                            HttpResponse.BodyHandlers.ofString()).body();
+                    Files.writeString(out.resolve("r" + i + "-metrics.txt"), metrics);
+                    // what the lanes finished against what the responses saw: tokens generated and sequences
+                    // finished, tokens timed by the response pipelines, responses ended
+                    metrics.lines().filter(l -> l.startsWith("tqserve_requests_") || l.startsWith("tqserve_server_")
+                            || l.startsWith("tqserve_tokens_generated") || l.startsWith("tqserve_request_e2e_seconds_count")
+                            || l.startsWith("tqserve_request_inter_token_seconds_count"))
+                            .filter(l -> !l.endsWith(" 0") && !l.endsWith(" 0.0")).limit(60)
+                            .forEach(l -> sb.append("\n  ").append(l));
+                } catch (Exception e) {
+                    sb.append("\n  metrics: ").append(e);
+                }
+                try {
+                    long pid = replica(i).pid();
+                    String dump = jcmd(pid, "Thread.print");
+                    jcmd(pid, "GC.heap_dump", out.resolve("r" + i + ".hprof").toString());
+                    Files.writeString(out.resolve("r" + i + "-threads.txt"), dump);
+                    for (String thread : dump.split("\n\n")) {
+                        if (thread.startsWith("\"tqserve-")) {
+                            sb.append("\n").append(thread.strip());
+                        }
+                    }
+                } catch (Exception e) {
+                    sb.append("\n  threads: ").append(e);
+                }
+            }
+        } catch (Exception e) {
+            sb.append("\ndiagnostics failed: ").append(e);
+        }
+        return sb.toString();
+    }
+
+    /** {@code jcmd PID args...} of this JVM's JDK: its output. */
+    static String jcmd(long pid, String... args) throws IOException, InterruptedException {
+        Path javaCommand = Path.of(ProcessHandle.current().info().command().orElseThrow());
+        List<String> cmd = new ArrayList<>(List.of(javaCommand.resolveSibling("jcmd").toString(), Long.toString(pid)));
+        cmd.addAll(List.of(args));
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        byte[] out = p.getInputStream().readAllBytes();
+        if (!p.waitFor(60, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+        }
+        return new String(out, StandardCharsets.UTF_8);
+    }
+
+    /** This JVM's threads, virtual ones (the streams' readers) included, written to {@code file}. */
+    static void threadDump(Path file) throws IOException {
+        ManagementFactory.getPlatformMXBean(HotSpotDiagnosticMXBean.class)
+                .dumpThreads(file.toString(), HotSpotDiagnosticMXBean.ThreadDumpFormat.TEXT_PLAIN);
+    }
+
+    /** A command of HAProxy's runtime API on the admin socket fleet.sh configures (its answer, to the end). */
+    String haproxyCommand(String command) throws IOException {
+        try (SocketChannel ch = SocketChannel.open(UnixDomainSocketAddress.of(dir.resolve("haproxy.sock")))) {
+            ch.write(ByteBuffer.wrap((command + "\n").getBytes(StandardCharsets.US_ASCII)));
+            ByteArrayOutputStream answer = new ByteArrayOutputStream();
+            ByteBuffer buf = ByteBuffer.allocate(65536);
+            while (ch.read(buf) >= 0) {
+                answer.write(buf.array(), 0, buf.position());
+                buf.clear();
+            }
+            return answer.toString(StandardCharsets.UTF_8);
         }
     }
 

@@ -171,9 +171,9 @@ class HaproxyFleetTest {
         int c = conversationOn("r2");
         String longTurbo = opening(c, "\"max_tokens\":400,\"ignore_eos\":true,\"stream\":true,\"tqserve_lane\":\"turbo\","
                 + USAGE);
-        SseStream running = SseStream.open(fleet.http, request(longTurbo), pool);
+        SseStream running = SseStream.open(fleet, "running", request(longTurbo), pool);
         running.awaitStarted();
-        SseStream queued = SseStream.open(fleet.http, request(longTurbo), pool);
+        SseStream queued = SseStream.open(fleet, "queued", request(longTurbo), pool);
         awaitMetric(fleet.replicaPort(2), "tqserve_server_requests_waiting 1.0");
         long redispatched = fleet.counter("r2", "wredis");
 
@@ -238,9 +238,9 @@ class HaproxyFleetTest {
         // the victim first: the survivor starts only once the victim runs, so it still has most of its tokens to go
         // when the kill lands (opened together with 600 tokens each, the survivor had streamed 598 of them while
         // r1's stream was starting)
-        SseStream victim = SseStream.open(fleet.http, request(opening(onR1, longFields)), pool);
+        SseStream victim = SseStream.open(fleet, "victim", request(opening(onR1, longFields)), pool);
         victim.awaitStarted();
-        SseStream survivor = SseStream.open(fleet.http, request(opening(onR2, longFields)), pool);
+        SseStream survivor = SseStream.open(fleet, "survivor", request(opening(onR2, longFields)), pool);
         survivor.awaitStarted();
 
         ProcessHandle r1 = fleet.replica(1);
@@ -271,7 +271,7 @@ class HaproxyFleetTest {
     @Order(4)
     void aDrainingReplicaGetsNothingAndItsRunningStreamCompletes() throws Exception {
         int onR1 = conversationOn("r1");
-        SseStream draining = SseStream.open(fleet.http,
+        SseStream draining = SseStream.open(fleet, "draining",
                 request(opening(onR1, "\"max_tokens\":600,\"ignore_eos\":true,\"stream\":true," + USAGE)), pool);
         draining.awaitStarted();
 
