@@ -19,6 +19,7 @@ import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.MediaType;
 import org.springframework.http.ReactiveHttpOutputMessage;
+import org.springframework.http.server.reactive.ServerHttpResponse;
 import org.springframework.stereotype.Component;
 import org.springframework.web.reactive.function.BodyInserter;
 import org.springframework.web.reactive.function.server.ServerRequest;
@@ -31,11 +32,11 @@ import tools.jackson.databind.JsonNode;
 /**
  * {@code POST /v1/chat/completions} and {@code POST /v1/completions}: parse and validate on the event loop
  * (cheap), render and tokenize on the API scheduler, route, submit to the lane, then stream SSE frames or
- * collect one JSON body. A streamed token is encoded (a few microseconds of JSON) on the lane thread that emitted
- * it and handed straight to Netty: one more thread hop per token cost more CPU on a small machine than the
- * encoding itself (docs/benchmarks.md). A non-streamed body is assembled on the API scheduler. Nothing here runs
- * on the Netty event loop but parsing. Cancelling the response (client gone) cancels the lane's Flux, which
- * cancels the sequence and frees its KV memory.
+ * collect one JSON body. A stream's events are handed from the lane thread to its connection's event loop, which
+ * encodes each token (a few microseconds of JSON) and writes it: the one hand-off per token that writing needs
+ * anyway, and every signal of the stream's pipeline on one thread ({@link ResponseLoop} says why that matters).
+ * A non-streamed body is assembled on the API scheduler. Cancelling the response (client gone) cancels the lane's
+ * Flux, which cancels the sequence and frees its KV memory.
  */
 @Component
 public final class GenerationHandler {
@@ -138,7 +139,7 @@ public final class GenerationHandler {
                             : snapshots.resolve(p.kvSnapshot(), tenant, loaded.model()))
                             .withCacheNamespace(cacheNamespace.get()).withSpeculative(speculative.get()))
                     .flatMap(p -> constrain(p, builder.structured(), tenant, arrival))
-                    .flatMap(p -> respond(p, loaded, arrival, request.exchange().getResponse().getHeaders(),
+                    .flatMap(p -> respond(p, loaded, arrival, request.exchange().getResponse(),
                             endpoint, translator == null ? null
                                     : (id, model) -> translator.output(original.get(), tenant, id, model, p),
                             builder.structured(), tenant));
@@ -202,7 +203,7 @@ public final class GenerationHandler {
     }
 
     private Mono<ServerResponse> respond(PromptBuilder.Prepared p, ServingRuntime.Loaded loaded, long arrival,
-            HttpHeaders responseHeaders, Endpoint endpoint, java.util.function.BiFunction<String, String, WireOutput>
+            ServerHttpResponse response, Endpoint endpoint, java.util.function.BiFunction<String, String, WireOutput>
                     wire, StructuredOutput structured, String tenant) {
         ParsedRequest r = p.request();
         GenerationRequest gen = p.generation();
@@ -225,6 +226,7 @@ public final class GenerationHandler {
                     "kv_budget_exceeded", e.getMessage());
         }
         // On the exchange itself, so that errors after this point (a full queue) carry them too.
+        HttpHeaders responseHeaders = response.getHeaders();
         responseHeaders.set(LANE_HEADER, decision.lane().kind().wireName());
         responseHeaders.set(REASON_HEADER, decision.reason().wireName());
         Flux<GenerationEvent> events;
@@ -241,7 +243,11 @@ public final class GenerationHandler {
         loaded.routing().observer().endpoint(decision.lane().kind(), endpoint.wireName());
         // admitted: only now may its constraint stay in the tenant's cache
         structured.admit(p.plan(), tenant);
-        events = deadline.bound(events, arrival).doFinally(s -> structured.ended(p.plan(), tenant));
+        // A stream runs on its connection's event loop (ResponseLoop: one thread for every signal of the frame
+        // pipeline); a collected body needs no such thread.
+        Scheduler loop = r.stream() ? ResponseLoop.of(response) : null;
+        events = (loop == null ? deadline.bound(events, arrival) : deadline.bound(events.publishOn(loop), arrival, loop))
+                .doFinally(s -> structured.ended(p.plan(), tenant));
         RequestTiming timing = new RequestTiming(loaded.routing().observer(), decision.lane().kind(), arrival,
                 System.nanoTime());
         String id = endpoint.idPrefix() + HexFormat.of().formatHex(randomBytes());
@@ -251,12 +257,12 @@ public final class GenerationHandler {
         String fingerprint = "fp_" + loaded.model().fingerprint().substring(0, 10);
         ServerResponse.BodyBuilder ok = ServerResponse.ok();
         if (wire != null) {
-            return translatedResponse(wire.apply(id, model), r.stream(), events, timing, ok);
+            return translatedResponse(wire.apply(id, model), loop, events, timing, ok);
         }
         if (r.stream()) {
             StreamEncoder enc = new StreamEncoder(r.endpoint(), id, created, model, fingerprint, r.includeUsage(),
                     r.logprobs(), loaded.model().tokenizer(), p.plan().parser());
-            Flux<String> frames = frames(enc, p.echoText(), events, timing);
+            Flux<String> frames = frames(enc, p.echoText(), events, timing, loop);
             BodyInserter<Flux<String>, ReactiveHttpOutputMessage> body = (out, ctx) -> out.writeAndFlushWith(
                     frames.map(f -> Mono.just(out.bufferFactory().wrap(f.getBytes(StandardCharsets.UTF_8)))));
             return ok.contentType(EVENT_STREAM).header("Cache-Control", "no-cache")
@@ -282,10 +288,11 @@ public final class GenerationHandler {
     /**
      * The SSE frames of one stream: the encoder's frames, then [DONE]; merged with keep-alive comments that are
      * sent whenever nothing else was sent for a keep-alive interval (long queueing or prefill). The merge ends at
-     * [DONE], so no comment can follow it.
+     * [DONE], so no comment can follow it. Subscribed, ticked and fed on {@code loop} (the events are published
+     * onto it), like the demand of the writer below it.
      */
     private Flux<String> frames(StreamEncoder enc, String echoText, Flux<GenerationEvent> events,
-            RequestTiming timing) {
+            RequestTiming timing, Scheduler loop) {
         AtomicLong lastFrame = new AtomicLong(System.nanoTime());
         long every = settings.keepAliveInterval().toNanos();
         Flux<String> main = Flux.concat(
@@ -296,20 +303,21 @@ public final class GenerationHandler {
                         .onErrorResume(e -> Flux.just(enc.error("generation failed: " + e.getMessage(),
                                 "server_error"))),
                 Flux.just(StreamEncoder.DONE));
-        Flux<String> keepAlive = Flux.interval(settings.keepAliveInterval())
+        Flux<String> keepAlive = Flux.interval(settings.keepAliveInterval(), loop)
                 .onBackpressureDrop() // a client that stops reading must not make the timer fail the stream
                 .filter(tick -> System.nanoTime() - lastFrame.get() >= every)
                 .map(tick -> StreamEncoder.KEEP_ALIVE);
         return Flux.merge(main, keepAlive)
                 .doOnNext(f -> lastFrame.set(System.nanoTime()))
                 .takeUntil(f -> f == StreamEncoder.DONE)
-                .doFinally(s -> timing.end());
+                .doFinally(s -> timing.end())
+                .subscribeOn(loop);
     }
 
-    /** The answer of a translated request: its output's SSE frames, or its JSON body. */
-    private Mono<ServerResponse> translatedResponse(WireOutput out, boolean stream, Flux<GenerationEvent> events,
+    /** The answer of a translated request: its output's SSE frames (on {@code loop}), or its JSON body (null loop). */
+    private Mono<ServerResponse> translatedResponse(WireOutput out, Scheduler loop, Flux<GenerationEvent> events,
             RequestTiming timing, ServerResponse.BodyBuilder ok) {
-        if (stream) {
+        if (loop != null) {
             AtomicLong lastFrame = new AtomicLong(System.nanoTime());
             long every = settings.keepAliveInterval().toNanos();
             String end = new String(); // a marker compared by identity: the merge with keep-alives ends there
@@ -322,7 +330,7 @@ public final class GenerationHandler {
                                     HttpStatus.INTERNAL_SERVER_ERROR, "server_error", null, null,
                                     "generation failed: " + e.getMessage(), null)))),
                     Flux.just(end));
-            Flux<String> keepAlive = Flux.interval(settings.keepAliveInterval())
+            Flux<String> keepAlive = Flux.interval(settings.keepAliveInterval(), loop)
                     .onBackpressureDrop()
                     .filter(tick -> System.nanoTime() - lastFrame.get() >= every)
                     .map(tick -> out.keepAlive());
@@ -330,7 +338,8 @@ public final class GenerationHandler {
                     .doOnNext(f -> lastFrame.set(System.nanoTime()))
                     .takeUntil(f -> f == end)
                     .filter(f -> f != end)
-                    .doFinally(s -> timing.end());
+                    .doFinally(s -> timing.end())
+                    .subscribeOn(loop);
             BodyInserter<Flux<String>, ReactiveHttpOutputMessage> body = (o, ctx) -> o.writeAndFlushWith(
                     frames.map(f -> Mono.just(o.bufferFactory().wrap(f.getBytes(StandardCharsets.UTF_8)))));
             return ok.contentType(EVENT_STREAM).header("Cache-Control", "no-cache")

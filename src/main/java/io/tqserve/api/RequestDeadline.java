@@ -8,6 +8,7 @@ import org.springframework.http.HttpStatus;
 import org.springframework.stereotype.Component;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Scheduler;
 
 /**
  * Ends a generation that runs too long ({@code tqserve.api.request-timeout}, counted from the request's arrival,
@@ -36,13 +37,26 @@ final class RequestDeadline {
 
     /** The events of one request, ended by a Failed event at its deadline or at the end of the grace period. */
     Flux<GenerationEvent> bound(Flux<GenerationEvent> events, long arrivalNanos) {
+        return bound(events, arrivalNanos, null);
+    }
+
+    /**
+     * As {@link #bound(Flux, long)}, with the deadline and the shutdown cut signalled on {@code signals} (the
+     * thread the events arrive on, for a stream: {@link ResponseLoop}); null: where they happen.
+     */
+    Flux<GenerationEvent> bound(Flux<GenerationEvent> events, long arrivalNanos, Scheduler signals) {
         Mono<GenerationEvent.Failed> stop = drain.endRunning().then(Mono.fromSupplier(() ->
                 new GenerationEvent.Failed("the server is shutting down; the request was ended", SHUTTING_DOWN)));
         if (!timeout.isZero() && !timeout.isNegative()) {
             long left = Math.max(0, timeout.toNanos() - (System.nanoTime() - arrivalNanos));
-            stop = Mono.firstWithSignal(stop, Mono.delay(Duration.ofNanos(left)).map(x -> new GenerationEvent.Failed(
+            Mono<Long> delay = signals == null ? Mono.delay(Duration.ofNanos(left))
+                    : Mono.delay(Duration.ofNanos(left), signals);
+            stop = Mono.firstWithSignal(stop, delay.map(x -> new GenerationEvent.Failed(
                     "the request did not finish within " + describe(timeout) + " (tqserve.api.request-timeout)",
                     TIMEOUT)));
+        }
+        if (signals != null) {
+            stop = stop.publishOn(signals);
         }
         AtomicReference<GenerationEvent.Failed> cut = new AtomicReference<>();
         AtomicBoolean ended = new AtomicBoolean();

@@ -30,6 +30,21 @@ class LaneProbe {
     static final class Recorder implements LaneObserver, RequestObserver {
         private final List<Ended> ended = new ArrayList<>();
         private int completedResponses;
+        private final java.util.Set<String> tokenThreads = new java.util.TreeSet<>();
+
+        /** Threads that handled streamed or collected tokens (inter-token times) since {@link #clearTokenThreads}. */
+        synchronized java.util.Set<String> tokenThreads() {
+            return new java.util.TreeSet<>(tokenThreads);
+        }
+
+        synchronized void clearTokenThreads() {
+            tokenThreads.clear();
+        }
+
+        @Override
+        public synchronized void interToken(Lane.Kind lane, long nanos) {
+            tokenThreads.add(Thread.currentThread().getName());
+        }
 
         @Override
         public synchronized void sequenceEnded(Lane lane, FinishReason reason, int prompt, int completion) {
