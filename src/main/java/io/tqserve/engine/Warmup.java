@@ -34,6 +34,9 @@ public final class Warmup {
     static final int CONTINUE = 8;
     /** Draft lengths of the verification passes per round (one pass each). */
     static final int[] DRAFTS = {1, 2, 4};
+    /** Cache room a verification pass needs beyond the kept tokens: the last token and the longest draft. */
+    private static final int[] NO_DRAFTS = {};
+    private static final int DRAFT_ROOM = 1 + DRAFTS[DRAFTS.length - 1];
     /** Rounds before the warm-up may stop early because a round was not faster than the best before it. */
     static final int MIN_ROUNDS = 3;
 
@@ -80,7 +83,7 @@ public final class Warmup {
     }
 
     private static int round(Transformer t, ForwardState state, KvScheme scheme, int vocab, int round) {
-        int maxTokens = PREFILL + DECODE + CONTINUE + DECODE + 2 + java.util.Arrays.stream(DRAFTS).max().orElse(0) + 1;
+        int maxTokens = PREFILL + DECODE + CONTINUE + DECODE + 2 + DRAFT_ROOM;
         int forwards = 0;
         List<KvCache> caches = new ArrayList<>(2);
         try {
@@ -96,7 +99,7 @@ public final class Warmup {
                 t.forward(state, List.of(Transformer.Chunk.of(a, tokens(1, vocab, round + i + 1))));
                 forwards++;
             }
-            for (int d : t.runsOnDevice(a) ? new int[0] : DRAFTS) { // a verification pass (CPU caches: a device
+            for (int d : t.runsOnDevice(a) ? NO_DRAFTS : DRAFTS) { // a verification pass (CPU caches: a device
                 // step samples on the device and never drafts), its draft then rejected: the cache drops it
                 int kept = a.length();
                 int[] in = tokens(1 + d, vocab, round + 23 + d);
